@@ -1,0 +1,53 @@
+/**
+ * Reads a request body from the Node request with a byte limit, without a fiber per chunk.
+ * A declared `content-length` over the limit is refused before a byte is read; a chunked body
+ * is cut off as soon as it passes the limit.
+ */
+import type { IncomingMessage } from "node:http"
+import { Effect } from "effect"
+
+export type BodyOutcome =
+  | { readonly _tag: "Body"; readonly text: string }
+  | { readonly _tag: "TooLarge"; readonly limit: number }
+  | { readonly _tag: "Aborted" }
+
+export const readBody = (request: IncomingMessage, limit: number): Effect.Effect<BodyOutcome> =>
+  Effect.async<BodyOutcome>((resume) => {
+    const declared = Number(request.headers["content-length"] ?? Number.NaN)
+    if (Number.isFinite(declared) && declared > limit) {
+      request.resume()
+      return resume(Effect.succeed({ _tag: "TooLarge", limit }))
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      request.off("data", onData)
+      request.off("end", onEnd)
+      request.off("error", onAbort)
+      request.off("aborted", onAbort)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        cleanup()
+        // Keep draining (and discarding) so the 413 can be written; the response closes the connection.
+        request.resume()
+        resume(Effect.succeed({ _tag: "TooLarge", limit }))
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed({ _tag: "Body", text: Buffer.concat(chunks, size).toString("utf8") }))
+    }
+    const onAbort = () => {
+      cleanup()
+      resume(Effect.succeed({ _tag: "Aborted" }))
+    }
+    request.on("data", onData)
+    request.on("end", onEnd)
+    request.on("error", onAbort)
+    request.on("aborted", onAbort)
+    return Effect.sync(cleanup)
+  })

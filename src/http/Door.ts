@@ -1,0 +1,82 @@
+/**
+ * The door: an `@effect/platform` router (agent card under both well-known paths, JSON-RPC on
+ * `POST /`) served on a Node HTTP server with header limits and read timeouts. Its finalizer
+ * runs before the server closes: it refuses new tasks, cancels the live ones as `session/stop`
+ * does and closes the event log, so observers get `capsule-closed` and every stream ends
+ * instead of holding the server open.
+ */
+import { createServer } from "node:http"
+import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { EventLog } from "../services/EventLog.js"
+import { SessionIdentity } from "../services/SessionIdentity.js"
+import { TaskRegistry } from "../services/TaskRegistry.js"
+import { TaskRunner } from "../services/TaskRunner.js"
+import type { DoorSettings } from "./DoorConfig.js"
+import { makeRpcRoute } from "./RpcRoute.js"
+
+const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the door serves POST / and GET /.well-known/agent-card.json"}`, {
+  status: 404,
+  contentType: "application/json"
+})
+
+export const makeRouter = Effect.gen(function*() {
+  const identity = yield* SessionIdentity
+  const rpc = yield* makeRpcRoute
+  const card = Effect.succeed(HttpServerResponse.text(identity.cardJson, {
+    contentType: "application/json",
+    headers: { "cache-control": "no-cache" }
+  }))
+  return HttpRouter.empty.pipe(
+    HttpRouter.get("/.well-known/agent-card.json", card),
+    HttpRouter.get("/.well-known/agent.json", card),
+    HttpRouter.post("/", rpc),
+    HttpRouter.all("*", Effect.succeed(notFound))
+  )
+})
+
+/** Serves the router on the `HttpServer` in context, and ends the session before it closes. */
+export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const router = yield* makeRouter
+  const registry = yield* TaskRegistry
+  const runner = yield* TaskRunner
+  const log = yield* EventLog
+  yield* HttpServer.serveEffect()(router.pipe(HttpMiddleware.withTracerDisabledWhenEffect(() => true)))
+  yield* Effect.addFinalizer(() =>
+    registry.close().pipe(
+      Effect.zipRight(runner.stop()),
+      Effect.zipRight(log.close()),
+      Effect.withSpan("Door.shutdown")
+    )
+  )
+}))
+
+/** A Node HTTP server with the door's limits, listening on the configured address. */
+export const doorServerLayer = (settings: DoorSettings) =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const server = createServer({
+      maxHeaderSize: settings.maxHeaderBytes,
+      headersTimeout: settings.headersTimeoutMs,
+      requestTimeout: settings.requestTimeoutMs,
+      keepAliveTimeout: settings.keepAliveTimeoutMs
+    })
+    server.maxHeadersCount = settings.maxHeadersCount
+    // Released before the server closes: streams end at shutdown, and whatever is still open a
+    // moment later is cut, so closing (and exiting) stays bounded.
+    const bound = Layer.scopedDiscard(Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        server.closeIdleConnections()
+        setTimeout(() => server.closeAllConnections(), 2_000).unref()
+      })
+    ))
+    return Layer.provideMerge(bound, NodeHttpServer.layer(() => server, { host: settings.host, port: settings.port }))
+  }))
+
+/** The door's absolute URL once the server is bound (wildcard binds advertise loopback). */
+export const boundUrl = Effect.map(HttpServer.HttpServer, (server) => {
+  const address = server.address
+  if (address._tag === "UnixAddress") return `http://localhost/`
+  const host = address.hostname === "0.0.0.0" || address.hostname === "::" ? "127.0.0.1" : address.hostname
+  return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}/`
+})

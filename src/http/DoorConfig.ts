@@ -1,0 +1,42 @@
+/**
+ * Settings of the door itself. Node enforces the header limits and read timeouts; the body
+ * limit is ours (413 before the body is buffered).
+ */
+import { Context, Layer } from "effect"
+import type { TaskAcceptance } from "../services/TaskRegistry.js"
+
+export interface DoorSettings {
+  readonly host: string
+  readonly port: number
+  readonly acceptance: TaskAcceptance
+  /** Largest JSON-RPC body accepted, in bytes. */
+  readonly maxBodyBytes: number
+  /** Largest request head (request line and headers), in bytes: beyond it Node answers 431. */
+  readonly maxHeaderBytes: number
+  readonly maxHeadersCount: number
+  /** A client must send its whole head within this (slow-loris guard). */
+  readonly headersTimeoutMs: number
+  /** … and its whole request, body included, within this. */
+  readonly requestTimeoutMs: number
+  readonly keepAliveTimeoutMs: number
+  /** `:heartbeat` comment interval on streams. */
+  readonly heartbeatMs: number
+}
+
+export const defaultDoorSettings: DoorSettings = {
+  host: "127.0.0.1",
+  port: 0,
+  acceptance: "queue",
+  maxBodyBytes: 1024 * 1024,
+  maxHeaderBytes: 16 * 1024,
+  maxHeadersCount: 100,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  heartbeatMs: 15_000
+}
+
+export class DoorConfig extends Context.Tag("capsule-runtime/http/DoorConfig")<DoorConfig, DoorSettings>() {
+  static readonly layer = (settings: Partial<DoorSettings> = {}) =>
+    Layer.succeed(DoorConfig, { ...defaultDoorSettings, ...settings })
+}

@@ -1,0 +1,41 @@
+/**
+ * The one place typed errors become JSON-RPC error objects. Messages are the A2A 0.3 defaults
+ * (conformance checks look for their keywords) or the reference's exact texts where it has one.
+ */
+import { Match } from "effect"
+import type { TaskNotAcceptingInput } from "../services/TaskRunner.js"
+import type { TaskNotFound } from "../services/TaskRegistry.js"
+import type { DoorError } from "./DoorErrors.js"
+
+export interface RpcError {
+  readonly code: number
+  readonly message: string
+  readonly data?: unknown
+}
+
+export type RpcFailure = DoorError | TaskNotFound | TaskNotAcceptingInput
+
+export const internalError: RpcError = { code: -32603, message: "Internal error" }
+
+export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure>().pipe(
+  Match.tagsExhaustive({
+    ParseError: (e) => ({ code: -32700, message: "Parse error", data: { detail: e.detail } }),
+    InvalidRequest: (e) => ({ code: -32600, message: `Invalid Request: ${e.detail}` }),
+    MethodNotFound: (e) => ({ code: -32601, message: "Method not found", data: { method: e.method } }),
+    InvalidParams: (e) => ({ code: -32602, message: `Invalid params: ${e.detail}` }),
+    TaskNotFound: (e) => ({ code: -32001, message: "Task not found", data: { taskId: e.taskId } }),
+    TaskNotCancelable: (e) => ({ code: -32002, message: "Task cannot be canceled", data: { taskId: e.taskId, state: e.state } }),
+    PushNotificationNotSupported: (e) => ({ code: -32003, message: "Push Notification is not supported", data: { method: e.method } }),
+    UnsupportedOperation: (e) => ({ code: -32004, message: "This operation is not supported", data: { detail: e.detail } }),
+    TaskNotAcceptingInput: (e) => ({
+      code: -32004,
+      message: "This operation is not supported",
+      data: { detail: e.reason, taskId: e.taskId, state: e.state }
+    }),
+    ContentTypeNotSupported: (e) => ({ code: -32005, message: "Incompatible content types", data: { detail: e.detail } }),
+    CompletionMisaddressed: (e) => ({
+      code: -32004,
+      message: `completion is addressed to session ${e.addressed ?? "<unaddressed>"}, which is not the session running here`
+    })
+  })
+)

@@ -1,0 +1,243 @@
+/**
+ * The JSON-RPC method table: each entry decodes its params, delegates to the services and
+ * encodes the answer in the request's dialect. Streaming methods answer with an SSE body.
+ */
+import { Effect, Either, Option, Stream } from "effect"
+import { EventLog, type LogItem } from "../services/EventLog.js"
+import { SessionIdentity } from "../services/SessionIdentity.js"
+import { isTerminal, type Task } from "../services/Task.js"
+import { TaskRegistry } from "../services/TaskRegistry.js"
+import { TaskRunner } from "../services/TaskRunner.js"
+import { a2aEncoder, a2aTask, endsA2aStream } from "./A2aWire.js"
+import type { CallContext } from "./CallContext.js"
+import { DoorConfig } from "./DoorConfig.js"
+import { InvalidParams, MethodNotFound, PushNotificationNotSupported, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
+import { decodeSendParams, decodeTaskQuery, type SendRequest } from "./Params.js"
+import {
+  referenceAck,
+  referenceClosed,
+  referenceError,
+  referenceFrame,
+  referenceGap,
+  referenceLagged,
+  referenceRejected,
+  referenceTask
+} from "./ReferenceWire.js"
+import type { RpcFailure } from "./RpcErrors.js"
+import { withHeartbeat } from "./Sse.js"
+
+export type MethodResult =
+  | { readonly _tag: "Json"; readonly result: unknown }
+  | { readonly _tag: "Sse"; readonly body: Stream.Stream<string> }
+
+export type Method = (call: CallContext) => Effect.Effect<MethodResult, RpcFailure>
+
+const json = (result: unknown): MethodResult => ({ _tag: "Json", result })
+
+const fromEither = <A, E>(either: Either.Either<A, E>): Effect.Effect<A, E> =>
+  Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
+
+const requireId = (params: unknown, method: string) =>
+  Effect.flatMap(fromEither(decodeTaskQuery(params)), (query) =>
+    query.id === undefined ? Effect.fail(new InvalidParams({ detail: `${method} requires an id` })) : Effect.succeed({ ...query, id: query.id }))
+
+export const makeMethods = Effect.gen(function*() {
+  const registry = yield* TaskRegistry
+  const runner = yield* TaskRunner
+  const log = yield* EventLog
+  const identity = yield* SessionIdentity
+  const config = yield* DoorConfig
+  const startsTasks = config.acceptance !== "none"
+
+  const sse = (body: Stream.Stream<string>): MethodResult => ({ _tag: "Sse", body: withHeartbeat(body, config.heartbeatMs) })
+
+  const encodeTask = (task: Task, a2a: boolean, historyLength?: number) =>
+    a2a ? a2aTask(task, { historyLength }) : referenceTask(task)
+
+  /** Frames of one task after a cursor, in reference shapes, up to its final status. */
+  const referenceTaskStream = (taskId: string, after: number) =>
+    log.subscribe({ after, taskId }).pipe(
+      Stream.takeUntil((item) => item._tag === "Frame" && item.frame.event._tag === "Status" && item.frame.event.final),
+      Stream.filterMap((item) => Option.fromNullable(referenceItem(item, false)))
+    )
+
+  /** The Task first, then its events after a cursor, up to a terminal or input-required state. */
+  const a2aTaskStream = (call: CallContext, task: Task, after: number) => {
+    const encoder = a2aEncoder(call.id)
+    const events = log.subscribe({ after, taskId: task.id }).pipe(
+      Stream.takeUntil((item) =>
+        item._tag === "Frame" && item.frame.event._tag === "Status" && endsA2aStream(item.frame.event.state, item.frame.event.final)
+      ),
+      Stream.filterMap((item) =>
+        Option.fromNullable(
+          item._tag === "Frame" ? encoder.frame(item.frame) : item._tag === "Gap" ? encoder.gap(item.firstAvailableId) : item._tag === "Lagged" ? encoder.lagged(item.missed) : undefined
+        )
+      )
+    )
+    return Stream.concat(Stream.make(encoder.task(task)), events)
+  }
+
+  /** Resolves which task a message continues, if any. */
+  const continuation = (call: CallContext, request: SendRequest) =>
+    Effect.gen(function*() {
+      if (request.taskId !== undefined) {
+        const task = yield* registry.get(request.taskId)
+        if (request.contextId !== undefined && request.contextId !== task.contextId) {
+          return yield* new InvalidParams({ detail: `contextId ${request.contextId} does not match task ${task.id}` })
+        }
+        if (isTerminal(task.state)) {
+          return yield* new UnsupportedOperation({ detail: `task ${task.id} is ${task.state}; a terminal task cannot take more messages` })
+        }
+        return Option.some(task)
+      }
+      if (call.a2a) return Option.none<Task>()
+      // The reference routes a message without task id to the active input-required task.
+      const current = yield* registry.current()
+      return Option.filter(current, (task) =>
+        task.state === "input-required" && (request.contextId === undefined || request.contextId === task.contextId))
+    })
+
+  const sendMessage: Method = (call) =>
+    Effect.gen(function*() {
+      const request = yield* fromEither(decodeSendParams(call.params, call.a2a))
+      const target = yield* continuation(call, request)
+      let task: Task
+      let a2a = call.a2a
+      if (Option.isSome(target)) {
+        a2a = a2a || target.value.dialect === "a2a"
+        task = yield* runner.resume(target.value.id, request.message)
+      } else {
+        if (!startsTasks) return yield* new MethodNotFound({ method: call.method })
+        const acceptance = yield* runner.submit({
+          message: request.message,
+          ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
+          provenance: call.provenance,
+          dialect: a2a ? "a2a" : "reference"
+        })
+        task = acceptance.task
+      }
+      if (request.blocking && !isTerminal(task.state)) task = yield* registry.awaitSettled(task.id)
+      return json(encodeTask(task, a2a, request.historyLength))
+    })
+
+  const streamMessage: Method = (call) =>
+    Effect.gen(function*() {
+      if (!startsTasks) return yield* new MethodNotFound({ method: call.method })
+      const decoded = decodeSendParams(call.params, call.a2a)
+      if (Either.isLeft(decoded)) {
+        // The reference reports a bad message inside the stream; A2A clients get a plain error.
+        if (call.a2a) return yield* decoded.left
+        return sse(Stream.make(referenceError(`Invalid params: ${"detail" in decoded.left ? decoded.left.detail : ""}`)))
+      }
+      const request = decoded.right
+      const target = request.taskId === undefined ? Option.none<Task>() : yield* continuation(call, request)
+      const cursor = yield* log.lastId()
+      if (Option.isSome(target)) {
+        const a2a = call.a2a || target.value.dialect === "a2a"
+        const after = call.lastEventId ?? cursor
+        const task = yield* runner.resume(target.value.id, request.message)
+        return sse(a2a ? a2aTaskStream(call, task, after) : referenceTaskStream(task.id, after))
+      }
+      const acceptance = yield* runner.submit({
+        message: request.message,
+        ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
+        provenance: call.provenance,
+        dialect: call.a2a ? "a2a" : "reference"
+      })
+      if (acceptance._tag === "Rejected") {
+        return sse(Stream.make(call.a2a ? a2aEncoder(call.id).task(acceptance.task) : referenceRejected(acceptance.task)))
+      }
+      return sse(call.a2a ? a2aTaskStream(call, acceptance.task, cursor) : referenceTaskStream(acceptance.task.id, cursor))
+    })
+
+  const getTask: Method = (call) =>
+    Effect.gen(function*() {
+      const query = yield* fromEither(decodeTaskQuery(call.params))
+      if (query.id === undefined) {
+        if (call.a2a) return yield* new InvalidParams({ detail: "tasks/get requires an id" })
+        const current = yield* registry.current()
+        const task = Option.isSome(current) ? current.value : yield* registry.get("")
+        return json(referenceTask(task))
+      }
+      const task = yield* registry.get(query.id)
+      return json(encodeTask(task, call.a2a || task.dialect === "a2a", query.historyLength))
+    })
+
+  const cancelTask: Method = (call) =>
+    Effect.gen(function*() {
+      const { id } = yield* requireId(call.params, "tasks/cancel")
+      const known = yield* registry.get(id)
+      const a2a = call.a2a || known.dialect === "a2a"
+      const outcome = yield* runner.cancel(id)
+      switch (outcome._tag) {
+        case "Canceled":
+          return json(a2a ? a2aTask(outcome.task, { residue: outcome.residue }) : referenceTask(outcome.task, outcome.residue))
+        case "AlreadyCanceled":
+          return json(encodeTask(outcome.task, a2a))
+        case "AlreadyTerminal":
+          if (a2a) return yield* new TaskNotCancelable({ taskId: id, state: outcome.task.state })
+          return json(referenceTask(outcome.task))
+      }
+    })
+
+  const resubscribe: Method = (call) =>
+    Effect.gen(function*() {
+      const { id } = yield* requireId(call.params, "tasks/resubscribe")
+      const cursor = yield* log.lastId()
+      const task = yield* registry.get(id)
+      if (isTerminal(task.state)) {
+        return yield* new UnsupportedOperation({ detail: `task ${id} is ${task.state}; there is nothing to resubscribe to` })
+      }
+      const after = call.lastEventId ?? cursor
+      if (task.state === "input-required" && call.lastEventId === undefined) {
+        return sse(Stream.make(a2aEncoder(call.id).task(task)))
+      }
+      return sse(a2aTaskStream(call, task, after))
+    })
+
+  const stopSession: Method = () =>
+    Effect.map(runner.stop(), (outcome) =>
+      json({ canceled: outcome.canceled, residue: outcome.residue, session_id: identity.sessionId }))
+
+  const referenceItem = (item: LogItem, closedFrame: boolean): string | undefined => {
+    switch (item._tag) {
+      case "Frame":
+        return referenceFrame(item.frame)
+      case "Gap":
+        return referenceGap(item.firstAvailableId)
+      case "Lagged":
+        return referenceLagged(item.missed)
+      case "Closed":
+        return closedFrame ? referenceClosed : undefined
+    }
+  }
+
+  const watch: Method = (call) =>
+    Effect.succeed(sse(Stream.concat(
+      Stream.make(referenceAck(identity.capsule.conversationMode)),
+      log.subscribe({ after: call.lastEventId ?? 0 }).pipe(
+        Stream.filterMap((item) => Option.fromNullable(referenceItem(item, true)))
+      )
+    )))
+
+  const pushUnsupported: Method = (call) => Effect.fail(new PushNotificationNotSupported({ method: call.method }))
+
+  const table: Record<string, Method> = {
+    "message/send": sendMessage,
+    "message/stream": streamMessage,
+    "tasks/get": getTask,
+    "tasks/cancel": cancelTask,
+    "tasks/resubscribe": resubscribe,
+    "session/stop": stopSession,
+    "stream/watch": watch,
+    "murmur.capsule/stop": stopSession,
+    "murmur.capsule/watch": watch,
+    "tasks/pushNotificationConfig/set": pushUnsupported,
+    "tasks/pushNotificationConfig/get": pushUnsupported,
+    "tasks/pushNotificationConfig/list": pushUnsupported,
+    "tasks/pushNotificationConfig/delete": pushUnsupported,
+    "agent/getAuthenticatedExtendedCard": () =>
+      Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card" }))
+  }
+  return table
+})

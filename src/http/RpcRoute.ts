@@ -1,0 +1,86 @@
+/**
+ * `POST /`: body (with its limit), completion addressing, envelope, dispatch, and the answer.
+ * Every outcome is a well-formed response: JSON-RPC answers use HTTP 200, transport problems
+ * (oversized body, wrong media type) their HTTP status with a JSON-RPC error body.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Cause, Effect, Either, Stream } from "effect"
+import { SessionIdentity } from "../services/SessionIdentity.js"
+import { readBody } from "./Body.js"
+import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
+import { DoorConfig } from "./DoorConfig.js"
+import { CompletionMisaddressed, MethodNotFound } from "./DoorErrors.js"
+import { decodeRequest, encodeError, encodeResult, idOf, parseJson, type RpcId } from "./JsonRpc.js"
+import { makeMethods } from "./RpcMethods.js"
+import { internalError, type RpcError, toRpcError } from "./RpcErrors.js"
+import { sseHeaders } from "./Sse.js"
+
+const jsonResponse = (body: string, status = 200, headers: Record<string, string> = {}) =>
+  HttpServerResponse.text(body, { status, contentType: "application/json", headers })
+
+const errorResponse = (id: RpcId, error: RpcError, status = 200, headers: Record<string, string> = {}) =>
+  jsonResponse(encodeError(id, error), status, headers)
+
+export const makeRpcRoute = Effect.gen(function*() {
+  const methods = yield* makeMethods
+  const identity = yield* SessionIdentity
+  const config = yield* DoorConfig
+
+  return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const headers = incoming.headers
+    const contentType = header(headers, "content-type")
+    if (contentType !== undefined && !/json/i.test(contentType)) {
+      incoming.resume()
+      return errorResponse(null, { code: -32600, message: `Invalid Request: content-type must be application/json, not ${contentType}` }, 415, {
+        connection: "close"
+      })
+    }
+    const body = yield* readBody(incoming, config.maxBodyBytes)
+    if (body._tag === "TooLarge") {
+      return errorResponse(null, { code: -32600, message: `Invalid Request: the body exceeds ${body.limit} bytes` }, 413, {
+        connection: "close"
+      })
+    }
+    if (body._tag === "Aborted") return HttpServerResponse.empty({ status: 400 })
+
+    const provenance = provenanceOf(headers)
+    if (provenance.origin === "completion") {
+      const addressed = header(headers, "x-murmur-completion-session")?.trim()
+      if (addressed !== identity.sessionId) {
+        const id = Either.getOrElse(Either.map(parseJson(body.text), idOf), () => null)
+        return errorResponse(id, toRpcError(new CompletionMisaddressed(addressed === undefined ? {} : { addressed })))
+      }
+    }
+
+    const decoded = decodeRequest(body.text)
+    if (Either.isLeft(decoded)) return errorResponse(decoded.left.id, toRpcError(decoded.left.error))
+    const { id, method, params } = decoded.right
+    const handler = methods[method]
+    if (handler === undefined) return errorResponse(id, toRpcError(new MethodNotFound({ method })))
+
+    const call: CallContext = {
+      id,
+      method,
+      params,
+      a2a: speaksA2a(headers, params),
+      lastEventId: parseLastEventId(header(headers, "last-event-id")),
+      provenance
+    }
+    return yield* handler(call).pipe(
+      Effect.map((outcome) =>
+        outcome._tag === "Json"
+          ? jsonResponse(encodeResult(id, outcome.result))
+          : HttpServerResponse.stream(outcome.body.pipe(Stream.encodeText), { contentType: "text/event-stream", headers: sseHeaders })
+      ),
+      Effect.catchAllCause((cause) => {
+        const failure = Cause.failureOption(cause)
+        if (failure._tag === "Some") return Effect.succeed(errorResponse(id, toRpcError(failure.value)))
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+        return Effect.logError("JSON-RPC handler died", cause).pipe(Effect.as(errorResponse(id, internalError)))
+      })
+    )
+  })
+})

@@ -1,0 +1,59 @@
+/**
+ * The agent card: a complete A2A 0.3 card (all nine required fields, an absolute `url`, honest
+ * capabilities) that keeps the reference's own fields (`session_id`, `capabilities.tools`,
+ * `shell`, `network`, `streaming`) so the reference's clients still read it.
+ */
+import type { CapsuleInfo } from "./Capsule.js"
+
+export const capsuleExtensionUri = "urn:murmur:a2a:capsule:v1"
+
+/** JSON-RPC methods the door serves besides the A2A ones (vendor methods, spec 0.3 §3.5.5). */
+export const vendorMethods = ["stream/watch", "session/stop", "murmur.capsule/watch", "murmur.capsule/stop"] as const
+
+export const makeAgentCard = (options: {
+  readonly info: CapsuleInfo
+  readonly sessionId: string
+  readonly url: string
+  readonly streaming: boolean
+}) => {
+  const { info } = options
+  const skills = info.tools.length > 0
+    ? info.tools.map((tool) => ({ id: tool, name: tool, description: `The ${tool} tool of ${info.name}`, tags: ["tool"] }))
+    : [{ id: "task", name: info.name, description: info.description, tags: ["capsule"] }]
+  return {
+    protocolVersion: "0.3.0",
+    name: info.name,
+    description: info.description,
+    url: options.url,
+    preferredTransport: "JSONRPC",
+    additionalInterfaces: [{ url: options.url, transport: "JSONRPC" }],
+    version: info.version,
+    capabilities: {
+      streaming: options.streaming,
+      pushNotifications: false,
+      stateTransitionHistory: false,
+      extensions: [{
+        uri: capsuleExtensionUri,
+        description: "Murmur capsule session: grants summary and vendor methods",
+        required: false,
+        params: {
+          session_id: options.sessionId,
+          tools: info.tools,
+          shell: info.shell,
+          network: info.network,
+          methods: vendorMethods
+        }
+      }],
+      network: info.network,
+      shell: info.shell,
+      tools: info.tools
+    },
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills,
+    supportsAuthenticatedExtendedCard: false,
+    session_id: options.sessionId
+  }
+}
+
+export type AgentCard = ReturnType<typeof makeAgentCard>

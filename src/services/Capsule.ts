@@ -1,0 +1,51 @@
+/**
+ * The executor interface the door runs tasks on. The built-in scripted capsule implements it
+ * now; the sandbox (WebAssembly components in workers) implements it later. A run is an Effect:
+ * the runner interrupts it to cancel, so an implementation must release what it holds in
+ * finalizers, never in error handlers.
+ */
+import { Context, type Effect, Schema } from "effect"
+import type { Provenance } from "./Task.js"
+
+export class CapsuleFailure extends Schema.TaggedError<CapsuleFailure>()("CapsuleFailure", {
+  message: Schema.String
+}) {}
+
+export interface CapsuleInfo {
+  readonly name: string
+  readonly version: string
+  readonly description: string
+  /** LLM-visible tools, in installed order (the card's `capabilities.tools`). */
+  readonly tools: ReadonlyArray<string>
+  readonly shell: boolean
+  readonly network: boolean
+  readonly conversationMode: "stateless" | "threaded"
+}
+
+export interface TaskInput {
+  readonly taskId: string
+  readonly contextId: string
+  readonly messageId: string
+  readonly text: string
+  readonly provenance: Provenance
+}
+
+/** What a running task can do. Every call is tied to the task it was handed for. */
+export interface TaskIO {
+  readonly text: (chunk: string) => Effect.Effect<void>
+  readonly thinking: (chunk: string) => Effect.Effect<void>
+  readonly artifact: (name: string, content: string) => Effect.Effect<void>
+  /** A non-final `working` status line. */
+  readonly status: (message: string) => Effect.Effect<void>
+  /** Puts the task in `input-required` with the prompt; resumes with the follow-up's text. */
+  readonly requestInput: (prompt: string) => Effect.Effect<string, CapsuleFailure>
+}
+
+export interface CapsuleOutcome {
+  readonly response: string
+}
+
+export class Capsule extends Context.Tag("capsule-runtime/services/Capsule")<Capsule, {
+  readonly info: CapsuleInfo
+  readonly run: (input: TaskInput, io: TaskIO) => Effect.Effect<CapsuleOutcome, CapsuleFailure>
+}>() {}

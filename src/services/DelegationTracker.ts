@@ -1,0 +1,36 @@
+/**
+ * Live delegations to child capsules (`dlg_` ids). Cancel and session stop name them in their
+ * residue; the children keep running and report through completion messages.
+ */
+import { Context, Effect, Layer } from "effect"
+import { mintId } from "./Ids.js"
+
+export interface Delegation {
+  readonly delegation_id: string
+  readonly capsule: string
+  readonly version: string
+  readonly child_session_id: string
+  /** Relative to the parent's accessible workdir. */
+  readonly child_workdir: string
+}
+
+export class DelegationTracker extends Context.Tag("capsule-runtime/services/DelegationTracker")<DelegationTracker, {
+  readonly record: (delegation: Omit<Delegation, "delegation_id">) => Effect.Effect<Delegation>
+  /** Every live delegation, sorted by `delegation_id`. */
+  readonly list: () => Effect.Effect<ReadonlyArray<Delegation>>
+  readonly remove: (delegationId: string) => Effect.Effect<boolean>
+}>() {
+  static readonly layer = Layer.sync(DelegationTracker, () => {
+    const items = new Map<string, Delegation>()
+    return DelegationTracker.of({
+      record: (delegation) =>
+        Effect.sync(() => {
+          const item = { delegation_id: mintId("dlg"), ...delegation }
+          items.set(item.delegation_id, item)
+          return item
+        }),
+      list: () => Effect.sync(() => [...items.values()].sort((a, b) => a.delegation_id < b.delegation_id ? -1 : 1)),
+      remove: (delegationId) => Effect.sync(() => items.delete(delegationId))
+    })
+  })
+}

@@ -1,0 +1,31 @@
+/**
+ * Who this session is: its `ses_` id, the capsule it serves, the door's absolute URL and the
+ * agent card built from them once, at start, and served verbatim afterwards.
+ */
+import { Context, Effect, Layer } from "effect"
+import { type AgentCard, makeAgentCard } from "./AgentCard.js"
+import { Capsule, type CapsuleInfo } from "./Capsule.js"
+import { mintId } from "./Ids.js"
+
+export class SessionIdentity extends Context.Tag("capsule-runtime/services/SessionIdentity")<SessionIdentity, {
+  readonly sessionId: string
+  readonly capsule: CapsuleInfo
+  /** Absolute `http://host:port/`. */
+  readonly url: string
+  readonly card: AgentCard
+  /** The card serialised once. */
+  readonly cardJson: string
+}>() {
+  /** `url` is the door's address once bound; `streaming` is false when no task can start. */
+  static readonly layer = <R>(options: { readonly url: Effect.Effect<string, never, R>; readonly streaming: boolean }) =>
+    Layer.effect(
+      SessionIdentity,
+      Effect.gen(function*() {
+        const capsule = yield* Capsule
+        const url = yield* options.url
+        const sessionId = mintId("ses")
+        const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming })
+        return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(card) })
+      })
+    )
+}

@@ -1,0 +1,88 @@
+/**
+ * The task domain: states and their allowed transitions, origins and lanes, messages, artifacts
+ * and the task record the registry keeps. Wire shapes live in `src/http`; this is the model.
+ */
+export type TaskState =
+  | "submitted"
+  | "working"
+  | "input-required"
+  | "completed"
+  | "failed"
+  | "rejected"
+  | "canceled"
+
+export const terminalStates: ReadonlySet<TaskState> = new Set(["completed", "failed", "rejected", "canceled"])
+
+export const isTerminal = (state: TaskState): boolean => terminalStates.has(state)
+
+/** States that stop a blocking `message/send`: terminal, or waiting for the caller. */
+export const isSettled = (state: TaskState): boolean => isTerminal(state) || state === "input-required"
+
+const allowed: Record<TaskState, ReadonlyArray<TaskState>> = {
+  submitted: ["working", "canceled", "failed"],
+  working: ["input-required", "completed", "failed", "canceled"],
+  "input-required": ["working", "failed", "canceled"],
+  completed: [],
+  failed: [],
+  rejected: [],
+  canceled: []
+}
+
+export const canTransition = (from: TaskState, to: TaskState): boolean => allowed[from].includes(to)
+
+export type Origin = "user" | "peer" | "schedule" | "event" | "completion" | "system"
+export type Trust = "trusted" | "untrusted"
+export type Lane = "user" | "peer" | "bg"
+
+export const laneOf = (origin: Origin): Lane => origin === "user" ? "user" : origin === "peer" ? "peer" : "bg"
+
+/** Which wire shapes a task was created with; answers about it default to the same. */
+export type Dialect = "reference" | "a2a"
+
+export interface TextPart {
+  readonly kind: "text"
+  readonly text: string
+}
+
+export interface Message {
+  readonly role: "user" | "agent"
+  readonly messageId: string
+  readonly parts: ReadonlyArray<TextPart>
+  readonly taskId?: string
+  readonly contextId?: string
+}
+
+export interface Artifact {
+  readonly artifactId: string
+  readonly name: string
+  readonly parts: ReadonlyArray<TextPart>
+}
+
+/** Who sent the task and how far its content is trusted (the reference's provenance). */
+export interface Provenance {
+  readonly origin: Origin
+  readonly trust: Trust
+  readonly delegationId?: string
+  readonly traceparent?: string
+}
+
+export interface Task {
+  readonly id: string
+  readonly contextId: string
+  readonly state: TaskState
+  /** The status line of the last transition (`task canceled`, the input prompt, a failure…). */
+  readonly statusMessage?: string
+  /** The final answer of a completed task. */
+  readonly response?: string
+  /** The pending request-input prompt while `input-required`. */
+  readonly prompt?: string
+  /** ISO 8601 time of the last transition. */
+  readonly timestamp: string
+  readonly history: ReadonlyArray<Message>
+  readonly artifacts: ReadonlyArray<Artifact>
+  readonly provenance: Provenance
+  readonly lane: Lane
+  readonly dialect: Dialect
+}
+
+export const textOf = (message: Message): string => message.parts.map((part) => part.text).join("\n")

@@ -1,0 +1,254 @@
+/**
+ * The session's tasks: their states and transitions, acceptance (`none | single | queue`), the
+ * three lanes (user > peer > bg) the runner takes queued tasks from, the `max_active` bound, and
+ * bounded retention of finished tasks. All operations are synchronous inside one `Effect.sync`,
+ * so each is atomic on the JS thread without locks.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { mintId } from "./Ids.js"
+import {
+  canTransition,
+  type Artifact,
+  type Dialect,
+  isSettled,
+  isTerminal,
+  type Lane,
+  laneOf,
+  type Message,
+  type Provenance,
+  type Task,
+  type TaskState
+} from "./Task.js"
+
+export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
+  taskId: Schema.String
+}) {}
+
+export class InvalidTransition extends Schema.TaggedError<InvalidTransition>()("InvalidTransition", {
+  taskId: Schema.String,
+  from: Schema.String,
+  to: Schema.String
+}) {}
+
+export type TaskAcceptance = "none" | "single" | "queue"
+
+export interface TaskRegistryConfig {
+  readonly acceptance: TaskAcceptance
+  /** Most tasks waiting to start under `queue` (the running ones do not count). */
+  readonly queueDepth: number
+  /** Most tasks running at once (1 is the reference's behaviour). */
+  readonly maxActive: number
+  /** Finished tasks kept for `tasks/get`; the oldest are forgotten beyond this. */
+  readonly retainTerminal: number
+}
+
+export const defaultRegistryConfig: TaskRegistryConfig = {
+  acceptance: "single",
+  queueDepth: 1,
+  maxActive: 1,
+  retainTerminal: 1000
+}
+
+export interface NewTask {
+  readonly message: Message
+  readonly contextId?: string
+  readonly provenance: Provenance
+  readonly dialect: Dialect
+}
+
+/** A change to one task: an optional transition plus what it records. */
+export interface TaskChange {
+  readonly state?: TaskState
+  readonly statusMessage?: string | undefined
+  readonly response?: string
+  readonly prompt?: string | undefined
+  readonly appendHistory?: Message
+  readonly addArtifact?: Artifact
+}
+
+export type RejectReason = "busy" | "closing"
+
+export type Acceptance =
+  | { readonly _tag: "Accepted"; readonly task: Task }
+  | { readonly _tag: "Rejected"; readonly task: Task; readonly reason: RejectReason }
+
+export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegistry")<TaskRegistry, {
+  /** Records a new task as `submitted`, or as `rejected` when acceptance or capacity refuse it. */
+  readonly accept: (input: NewTask) => Effect.Effect<Acceptance>
+  readonly get: (taskId: string) => Effect.Effect<Task, TaskNotFound>
+  /** The reference's "active slot": the task started last, running or finished. */
+  readonly current: () => Effect.Effect<Option.Option<Task>>
+  /** Applies a change; a transition the state machine forbids fails and changes nothing. */
+  readonly update: (taskId: string, change: TaskChange) => Effect.Effect<Task, TaskNotFound | InvalidTransition>
+  /** Moves the next queued task (by lane, FIFO within a lane) to `working`, if `max_active` allows. */
+  readonly startNext: () => Effect.Effect<Option.Option<Task>>
+  /** Live task ids in acceptance order, and a snapshot of the counters. */
+  readonly live: () => Effect.Effect<ReadonlyArray<string>>
+  /** Waits until the task is terminal or input-required (at once if it already is). */
+  readonly awaitSettled: (taskId: string) => Effect.Effect<Task, TaskNotFound>
+  /** Refuses every later task with reason `closing` (shutdown). */
+  readonly close: () => Effect.Effect<void>
+  readonly stats: () => Effect.Effect<{ readonly queued: number; readonly active: number; readonly retained: number }>
+}>() {
+  static readonly layer = (config: Partial<TaskRegistryConfig> = {}) =>
+    Layer.sync(TaskRegistry, () => makeRegistry({ ...defaultRegistryConfig, ...config }))
+}
+
+const now = () => new Date().toISOString()
+
+export const makeRegistry = (config: TaskRegistryConfig) => {
+  const tasks = new Map<string, Task>()
+  const lanes: Record<Lane, Array<string>> = { user: [], peer: [], bg: [] }
+  const active = new Set<string>()
+  const terminalOrder = new Set<string>()
+  const waiters = new Map<string, Set<(task: Task) => void>>()
+  let acceptedEver = 0
+  let lastStarted: string | undefined
+  let closing = false
+
+  const queuedCount = () => lanes.user.length + lanes.peer.length + lanes.bg.length
+
+  const canAccept = (): RejectReason | undefined => {
+    if (closing) return "closing"
+    switch (config.acceptance) {
+      case "none":
+        return "busy"
+      case "single":
+        return acceptedEver === 0 ? undefined : "busy"
+      case "queue":
+        return queuedCount() < config.queueDepth ? undefined : "busy"
+    }
+  }
+
+  const retire = (task: Task) => {
+    terminalOrder.add(task.id)
+    while (terminalOrder.size > config.retainTerminal) {
+      const oldest = terminalOrder.values().next().value as string
+      terminalOrder.delete(oldest)
+      tasks.delete(oldest)
+    }
+  }
+
+  const notify = (task: Task) => {
+    const set = waiters.get(task.id)
+    if (set === undefined || !isSettled(task.state)) return
+    waiters.delete(task.id)
+    for (const resume of set) resume(task)
+  }
+
+  const accept = (input: NewTask) =>
+    Effect.sync((): Acceptance => {
+      const refusal = canAccept()
+      const task: Task = {
+        id: mintId("tsk"),
+        contextId: input.contextId ?? input.message.contextId ?? mintId("ctx"),
+        state: refusal === undefined ? "submitted" : "rejected",
+        ...(refusal === undefined ? {} : {
+          statusMessage: refusal === "busy"
+            ? "task rejected: capsule is busy"
+            : "task rejected: the session is closing"
+        }),
+        timestamp: now(),
+        history: [input.message],
+        artifacts: [],
+        provenance: input.provenance,
+        lane: laneOf(input.provenance.origin),
+        dialect: input.dialect
+      }
+      tasks.set(task.id, task)
+      if (refusal !== undefined) {
+        retire(task)
+        return { _tag: "Rejected", task, reason: refusal }
+      }
+      acceptedEver++
+      lanes[task.lane].push(task.id)
+      return { _tag: "Accepted", task }
+    })
+
+  const lookup = (taskId: string) => {
+    const task = tasks.get(taskId)
+    return task === undefined ? Effect.fail(new TaskNotFound({ taskId })) : Effect.succeed(task)
+  }
+
+  const get = (taskId: string) => Effect.suspend(() => lookup(taskId))
+
+  const current = () => Effect.sync(() => Option.fromNullable(lastStarted === undefined ? undefined : tasks.get(lastStarted)))
+
+  const update = (taskId: string, change: TaskChange) =>
+    Effect.suspend((): Effect.Effect<Task, TaskNotFound | InvalidTransition> => {
+      const task = tasks.get(taskId)
+      if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
+      const to = change.state
+      if (to !== undefined && to !== task.state && !canTransition(task.state, to)) {
+        return Effect.fail(new InvalidTransition({ taskId, from: task.state, to }))
+      }
+      const next: Task = {
+        ...task,
+        ...(to === undefined ? {} : { state: to, timestamp: now() }),
+        ...("statusMessage" in change ? { statusMessage: change.statusMessage } : {}),
+        ...(change.response === undefined ? {} : { response: change.response }),
+        ...("prompt" in change ? { prompt: change.prompt } : {}),
+        history: change.appendHistory === undefined ? task.history : [...task.history, change.appendHistory],
+        artifacts: change.addArtifact === undefined ? task.artifacts : [...task.artifacts, change.addArtifact]
+      } as Task
+      tasks.set(taskId, next)
+      if (to !== undefined && to !== task.state) {
+        if (task.state === "submitted") {
+          const lane = lanes[task.lane]
+          const at = lane.indexOf(taskId)
+          if (at >= 0) lane.splice(at, 1)
+        }
+        if (to === "working" && task.state === "submitted") {
+          active.add(taskId)
+          lastStarted = taskId
+        }
+        if (isTerminal(to)) {
+          active.delete(taskId)
+          retire(next)
+        }
+        notify(next)
+      }
+      return Effect.succeed(next)
+    })
+
+  const startNext = () =>
+    Effect.sync(() => {
+      if (active.size >= config.maxActive) return Option.none<Task>()
+      const lane = lanes.user.length > 0 ? lanes.user : lanes.peer.length > 0 ? lanes.peer : lanes.bg
+      const taskId = lane.shift()
+      if (taskId === undefined) return Option.none<Task>()
+      const task = tasks.get(taskId)!
+      const next: Task = { ...task, state: "working", timestamp: now() }
+      tasks.set(taskId, next)
+      active.add(taskId)
+      lastStarted = taskId
+      return Option.some(next)
+    })
+
+  const live = () =>
+    Effect.sync(() => {
+      const ids: Array<string> = []
+      for (const task of tasks.values()) if (!isTerminal(task.state)) ids.push(task.id)
+      return ids.sort()
+    })
+
+  const awaitSettled = (taskId: string) =>
+    Effect.suspend((): Effect.Effect<Task, TaskNotFound> => {
+      const task = tasks.get(taskId)
+      if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
+      if (isSettled(task.state)) return Effect.succeed(task)
+      return Effect.async<Task>((resume) => {
+        const done = (settled: Task) => resume(Effect.succeed(settled))
+        const set = waiters.get(taskId) ?? new Set()
+        set.add(done)
+        waiters.set(taskId, set)
+        return Effect.sync(() => set.delete(done))
+      })
+    })
+
+  const close = () => Effect.sync(() => void (closing = true))
+
+  const stats = () => Effect.sync(() => ({ queued: queuedCount(), active: active.size, retained: tasks.size }))
+
+  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, close, stats })
+}

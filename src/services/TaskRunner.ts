@@ -1,0 +1,282 @@
+/**
+ * Runs accepted tasks as fibers (a `FiberMap` keyed by task id) on the `Capsule`. Cancellation
+ * and session stop are interruption: `cancel` returns once the task's finalizers ran and its
+ * final `canceled` frame is in the event log. A dispatcher fiber starts queued tasks whenever
+ * `max_active` allows; it and `cancel` share one lock, so a task is never between "started"
+ * and "has a fiber" when a cancel looks at it.
+ */
+import { Cause, Context, Deferred, Effect, Exit, FiberMap, Layer, Option, Queue, Schema } from "effect"
+import { Capsule, CapsuleFailure, type TaskIO } from "./Capsule.js"
+import { DelegationTracker } from "./DelegationTracker.js"
+import { DetachedRegistry } from "./DetachedRegistry.js"
+import { EventLog } from "./EventLog.js"
+import { mintId } from "./Ids.js"
+import { type ResidueItem, residueItems } from "./Residue.js"
+import { isTerminal, type Message, type Task, textOf } from "./Task.js"
+import type { TaskEvent } from "./TaskEvent.js"
+import { type Acceptance, type NewTask, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
+
+/** A follow-up for a task that can take no more input (terminal, or its input queue is full). */
+export class TaskNotAcceptingInput extends Schema.TaggedError<TaskNotAcceptingInput>()("TaskNotAcceptingInput", {
+  taskId: Schema.String,
+  state: Schema.String,
+  reason: Schema.String
+}) {}
+
+export type CancelOutcome =
+  | { readonly _tag: "Canceled"; readonly task: Task; readonly residue: ReadonlyArray<ResidueItem> }
+  | { readonly _tag: "AlreadyCanceled"; readonly task: Task }
+  | { readonly _tag: "AlreadyTerminal"; readonly task: Task }
+
+export interface StopOutcome {
+  readonly canceled: ReadonlyArray<string>
+  readonly residue: ReadonlyArray<ResidueItem>
+}
+
+export interface TaskRunnerConfig {
+  /** How long a task waits in `input-required` before failing with `input-timeout`. */
+  readonly inputTimeoutMs?: number | undefined
+  /** Follow-ups held for a task that has not asked for input yet. */
+  readonly inputQueueDepth: number
+}
+
+export const canceledMessage = "task canceled"
+
+export class TaskRunner extends Context.Tag("capsule-runtime/services/TaskRunner")<TaskRunner, {
+  /** Accepts a task (or records it `rejected`) and lets the dispatcher start it. */
+  readonly submit: (input: NewTask) => Effect.Effect<Acceptance>
+  /** Delivers a follow-up message to a task: it answers a pending request-input, or waits for one. */
+  readonly resume: (taskId: string, message: Message) => Effect.Effect<Task, TaskNotFound | TaskNotAcceptingInput>
+  /** Interrupts a live task (or drops a queued one) and reports the residue. */
+  readonly cancel: (taskId: string) => Effect.Effect<CancelOutcome, TaskNotFound>
+  /** Cancels every live task, as `session/stop` does. */
+  readonly stop: () => Effect.Effect<StopOutcome>
+  /** Number of task fibers alive (for tests and benchmarks). */
+  readonly running: () => Effect.Effect<number>
+}>() {
+  static readonly layer = (config: Partial<TaskRunnerConfig> = {}) =>
+    Layer.scoped(TaskRunner, makeRunner({ inputQueueDepth: 16, ...config }))
+}
+
+interface TurnState {
+  turn: number
+  /** Text streamed in the current turn, not yet recorded. */
+  text: string
+  /** What the last recorded turn streamed (empty when it streamed nothing). */
+  streamedLast: string
+}
+
+interface Inbox {
+  readonly queued: Array<Message>
+  waiting: Deferred.Deferred<Message> | undefined
+}
+
+const makeRunner = (config: TaskRunnerConfig) =>
+  Effect.gen(function*() {
+    const registry = yield* TaskRegistry
+    const log = yield* EventLog
+    const capsule = yield* Capsule
+    const detached = yield* DetachedRegistry
+    const delegations = yield* DelegationTracker
+    const fibers = yield* FiberMap.make<string>()
+    const lock = yield* Effect.makeSemaphore(1)
+    const wake = yield* Queue.sliding<void>(1)
+    const inboxes = new Map<string, Inbox>()
+
+    const residue = Effect.zipWith(detached.list(), delegations.list(), residueItems)
+
+    const emit = (task: Task, event: TaskEvent) => log.publish(task.id, task.contextId, event)
+
+    const finish = (taskId: string, exit: Exit.Exit<{ readonly response: string }, CapsuleFailure>, turn: TurnState) =>
+      Effect.gen(function*() {
+        inboxes.delete(taskId)
+        const task = yield* registry.get(taskId)
+        if (isTerminal(task.state)) return
+        const agentMessage = (text: string): Message => ({
+          role: "agent",
+          messageId: mintId("msg"),
+          parts: [{ kind: "text", text }],
+          taskId,
+          contextId: task.contextId
+        })
+        if (Exit.isSuccess(exit)) {
+          const response = exit.value.response
+          const streamed = turn.streamedLast
+          if (streamed.length > 0) yield* emit(task, { _tag: "Text", text: "", final: true, turn: turn.turn })
+          else if (response.length > 0) yield* emit(task, { _tag: "Text", text: response, final: true, turn: turn.turn })
+          // The answer is recorded once: as the last turn's artifact when it was streamed.
+          const separate = response.length > 0 && response !== streamed
+          const done = yield* registry.update(taskId, {
+            state: "completed",
+            statusMessage: "session ended",
+            response,
+            prompt: undefined,
+            ...(separate ? { appendHistory: agentMessage(response) } : {}),
+            ...(separate || streamed.length === 0
+              ? { addArtifact: { artifactId: `${taskId}-turn-${turn.turn}`, name: "response", parts: [{ kind: "text", text: response }] } }
+              : {})
+          })
+          yield* emit(done, { _tag: "Status", state: "completed", message: "session ended", response, final: true })
+          return
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) {
+          const canceled = yield* registry.update(taskId, { state: "canceled", statusMessage: canceledMessage, prompt: undefined })
+          yield* emit(canceled, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
+          return
+        }
+        const failure = Cause.failureOption(exit.cause)
+        if (Option.isNone(failure)) yield* Effect.logError("capsule run died", exit.cause)
+        const message = Option.match(failure, { onNone: () => "internal error", onSome: (error) => error.message })
+        const failed = yield* registry.update(taskId, { state: "failed", statusMessage: message, prompt: undefined })
+        yield* emit(failed, { _tag: "Status", state: "failed", message, final: true })
+      }).pipe(Effect.catchAll((error) => Effect.logError("task could not be finished", error)))
+
+    const execute = (task: Task) => {
+      const inbox: Inbox = { queued: [], waiting: undefined }
+      inboxes.set(task.id, inbox)
+      const state: TurnState = { turn: 1, text: "", streamedLast: "" }
+      const flushTurn = Effect.suspend(() => {
+        const text = state.text
+        state.streamedLast = text
+        if (text.length === 0) return Effect.void
+        state.text = ""
+        return registry.update(task.id, {
+          appendHistory: { role: "agent", messageId: mintId("msg"), parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId },
+          addArtifact: { artifactId: `${task.id}-turn-${state.turn}`, name: "response", parts: [{ kind: "text", text }] }
+        }).pipe(Effect.ignore)
+      })
+      const io: TaskIO = {
+        text: (chunk) =>
+          Effect.suspend(() => {
+            state.text += chunk
+            return emit(task, { _tag: "Text", text: chunk, final: false, turn: state.turn })
+          }),
+        thinking: (chunk) => emit(task, { _tag: "Thinking", text: chunk }),
+        artifact: (name, content) =>
+          registry.update(task.id, { addArtifact: { artifactId: mintId("art"), name, parts: [{ kind: "text", text: content }] } }).pipe(
+            Effect.flatMap((updated) => emit(updated, { _tag: "Artifact", artifactId: updated.artifacts.at(-1)!.artifactId, name, content })),
+            Effect.orDie
+          ),
+        status: (message) => emit(task, { _tag: "Status", state: "working", message, final: false }),
+        requestInput: (prompt) =>
+          Effect.gen(function*() {
+            if (state.text.length > 0) yield* emit(task, { _tag: "Text", text: "", final: true, turn: state.turn })
+            yield* flushTurn
+            state.turn++
+            state.streamedLast = ""
+            const early = inbox.queued.shift()
+            if (early !== undefined) return textOf(early)
+            const answer = yield* Deferred.make<Message>()
+            inbox.waiting = answer
+            const waiting = yield* registry.update(task.id, { state: "input-required", statusMessage: prompt, prompt }).pipe(Effect.orDie)
+            yield* emit(waiting, { _tag: "Status", state: "input-required", message: prompt, final: false })
+            const wait = Deferred.await(answer)
+            const message = config.inputTimeoutMs === undefined
+              ? yield* wait
+              : yield* wait.pipe(Effect.timeoutFail({
+                duration: config.inputTimeoutMs,
+                onTimeout: () => new CapsuleFailure({ message: "input-timeout" })
+              }))
+            return textOf(message)
+          }).pipe(Effect.ensuring(Effect.sync(() => void (inbox.waiting = undefined))))
+      }
+      const input = {
+        taskId: task.id,
+        contextId: task.contextId,
+        messageId: task.history[0]?.messageId ?? "",
+        text: task.history[0] === undefined ? "" : textOf(task.history[0]),
+        provenance: task.provenance
+      }
+      return capsule.run(input, io).pipe(
+        Effect.tap(() => flushTurn),
+        Effect.onExit((exit) => finish(task.id, exit, state)),
+        Effect.ensuring(wake.offer(undefined)),
+        Effect.annotateLogs({ taskId: task.id, contextId: task.contextId }),
+        Effect.withSpan("TaskRunner.execute", { attributes: { taskId: task.id } })
+      )
+    }
+
+    const dispatch = lock.withPermits(1)(Effect.gen(function*() {
+      while (true) {
+        const next = yield* registry.startNext()
+        if (Option.isNone(next)) return
+        const task = next.value
+        yield* emit(task, { _tag: "Status", state: "working", message: "working", final: false })
+        yield* FiberMap.run(fibers, task.id, execute(task))
+      }
+    }))
+
+    yield* Queue.take(wake).pipe(Effect.zipRight(dispatch), Effect.forever, Effect.forkScoped)
+
+    const submit = Effect.fn("TaskRunner.submit")(function*(input: NewTask) {
+      const acceptance = yield* registry.accept(input)
+      if (acceptance._tag === "Accepted") yield* wake.offer(undefined)
+      return acceptance
+    })
+
+    const resume = Effect.fn("TaskRunner.resume")(function*(taskId: string, message: Message) {
+      const task = yield* registry.get(taskId)
+      const inbox = inboxes.get(taskId)
+      const refuse = (reason: string) => new TaskNotAcceptingInput({ taskId, state: task.state, reason })
+      if (isTerminal(task.state)) return yield* refuse(`task ${taskId} is ${task.state}`)
+      if (inbox?.waiting !== undefined && task.state === "input-required") {
+        const waiting = inbox.waiting
+        inbox.waiting = undefined
+        const resumed = yield* registry.update(taskId, {
+          state: "working",
+          statusMessage: "resumed",
+          prompt: undefined,
+          appendHistory: message
+        }).pipe(Effect.orDie)
+        yield* emit(resumed, { _tag: "Status", state: "working", message: "resumed", final: false })
+        yield* Deferred.succeed(waiting, message)
+        return resumed
+      }
+      const queue = inbox?.queued ?? []
+      if (queue.length >= config.inputQueueDepth) return yield* refuse(`task ${taskId} already holds ${queue.length} unanswered follow-ups`)
+      if (inbox === undefined) inboxes.set(taskId, { queued: queue, waiting: undefined })
+      queue.push(message)
+      return yield* registry.update(taskId, { appendHistory: message }).pipe(Effect.orDie)
+    })
+
+    /** Cancels one task; the caller holds the lock. */
+    const cancelLocked = (taskId: string) =>
+      Effect.gen(function*() {
+        const task = yield* registry.get(taskId)
+        if (task.state === "canceled") return { _tag: "AlreadyCanceled", task } as const
+        if (isTerminal(task.state)) return { _tag: "AlreadyTerminal", task } as const
+        if (task.state === "submitted") {
+          inboxes.delete(taskId)
+          const canceled = yield* registry.update(taskId, { state: "canceled", statusMessage: canceledMessage }).pipe(Effect.orDie)
+          yield* emit(canceled, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
+        } else {
+          yield* FiberMap.remove(fibers, taskId)
+        }
+        return { _tag: "Canceled", task: yield* registry.get(taskId) } as const
+      })
+
+    const cancel = Effect.fn("TaskRunner.cancel")(function*(taskId: string) {
+      yield* Effect.annotateCurrentSpan("taskId", taskId)
+      const outcome = yield* lock.withPermits(1)(cancelLocked(taskId))
+      if (outcome._tag !== "Canceled") return outcome
+      return { ...outcome, residue: yield* residue } satisfies CancelOutcome
+    })
+
+    const stop = Effect.fn("TaskRunner.stop")(function*() {
+      const canceled = yield* lock.withPermits(1)(Effect.gen(function*() {
+        const live = yield* registry.live()
+        const outcomes = yield* Effect.forEach(live, (taskId) => cancelLocked(taskId).pipe(Effect.option), {
+          concurrency: "unbounded"
+        })
+        return outcomes.flatMap((outcome) => Option.isSome(outcome) && outcome.value._tag === "Canceled" ? [outcome.value.task.id] : [])
+      }))
+      return { canceled: canceled.sort(), residue: yield* residue } satisfies StopOutcome
+    })
+
+    const running = () => FiberMap.size(fibers)
+
+    // Session end: refuse new tasks, then cancel the live ones as `session/stop` does.
+    yield* Effect.addFinalizer(() => registry.close().pipe(Effect.zipRight(stop())))
+
+    return TaskRunner.of({ submit, resume, cancel, stop, running })
+  }).pipe(Effect.annotateLogs({ service: "TaskRunner" }))
