@@ -66,7 +66,10 @@ export const doorServerLayer = (settings: DoorSettings) =>
     // moment later is cut, so closing (and exiting) stays bounded.
     const bound = Layer.scopedDiscard(Effect.addFinalizer(() =>
       Effect.sync(() => {
-        server.closeIdleConnections()
+        // Keep-alive connections turn idle as their last stream ends; Node's close() only
+        // drops the ones idle at that instant, so keep sweeping until the server is closed.
+        const sweep = setInterval(() => server.closeIdleConnections(), 25).unref()
+        server.once("close", () => clearInterval(sweep))
         setTimeout(() => server.closeAllConnections(), 2_000).unref()
       })
     ))
