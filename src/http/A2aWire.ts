@@ -20,10 +20,11 @@ export const a2aMessage = (message: Message) => ({
   ...(message.contextId === undefined ? {} : { contextId: message.contextId })
 })
 
-const statusMessage = (taskId: string, contextId: string, text: string, metadata?: Record<string, string>) => ({
+/** A status line as an agent message; `messageId` is unique per status (`tag` tells which). */
+const statusMessage = (taskId: string, contextId: string, tag: string, text: string, metadata?: Record<string, string>) => ({
   kind: "message",
   role: "agent",
-  messageId: `${taskId}-status`,
+  messageId: `${taskId}-status-${tag}`,
   parts: [{ kind: "text", text }],
   taskId,
   contextId,
@@ -58,7 +59,7 @@ export const a2aTask = (
     status: {
       state: task.state,
       timestamp: task.timestamp,
-      ...(text === undefined || text.length === 0 ? {} : { message: statusMessage(task.id, task.contextId, text) })
+      ...(text === undefined || text.length === 0 ? {} : { message: statusMessage(task.id, task.contextId, `r${task.revision}`, text) })
     },
     ...(history.length === 0 ? {} : { history: history.map(a2aMessage) }),
     ...(artifacts.length === 0 ? {} : { artifacts }),
@@ -85,7 +86,7 @@ export const a2aEncoder = (requestId: RpcId) => {
           status: {
             state: event.state,
             timestamp: timestamp(),
-            ...(text === undefined || text.length === 0 ? {} : { message: statusMessage(taskId, contextId, text) })
+            ...(text === undefined || text.length === 0 ? {} : { message: statusMessage(taskId, contextId, `${frame.id}`, text) })
           },
           final: endsA2aStream(event.state, event.final)
         }
@@ -111,7 +112,7 @@ export const a2aEncoder = (requestId: RpcId) => {
           status: {
             state: "working",
             timestamp: timestamp(),
-            message: statusMessage(taskId, contextId, event.text, { "murmur/kind": "thinking" })
+            message: statusMessage(taskId, contextId, `${frame.id}`, event.text, { "murmur/kind": "thinking" })
           },
           final: false
         }

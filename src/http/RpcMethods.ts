@@ -48,6 +48,11 @@ export const makeMethods = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
   const startsTasks = config.acceptance !== "none"
+  /** Streaming is not declared on the card when no task can start (A2A: -32004, reference: -32601). */
+  const streamingRefused = (call: CallContext) =>
+    call.a2a || call.method === "tasks/resubscribe"
+      ? new UnsupportedOperation({ detail: "streaming is not declared: this session accepts no tasks" })
+      : new MethodNotFound({ method: call.method })
 
   const sse = (body: Stream.Stream<string>): MethodResult => ({ _tag: "Sse", body: withHeartbeat(body, config.heartbeatMs) })
 
@@ -122,7 +127,7 @@ export const makeMethods = Effect.gen(function*() {
 
   const streamMessage: Method = (call) =>
     Effect.gen(function*() {
-      if (!startsTasks) return yield* new MethodNotFound({ method: call.method })
+      if (!startsTasks) return yield* streamingRefused(call)
       const decoded = decodeSendParams(call.params, call.a2a)
       if (Either.isLeft(decoded)) {
         // The reference reports a bad message inside the stream; A2A clients get a plain error.
@@ -182,6 +187,7 @@ export const makeMethods = Effect.gen(function*() {
 
   const resubscribe: Method = (call) =>
     Effect.gen(function*() {
+      if (!startsTasks) return yield* streamingRefused(call)
       const { id } = yield* requireId(call.params, "tasks/resubscribe")
       const cursor = yield* log.lastId()
       const task = yield* registry.get(id)

@@ -78,6 +78,8 @@ export interface Task {
   readonly prompt?: string
   /** ISO 8601 time of the last transition. */
   readonly timestamp: string
+  /** Counts the task's transitions (0 when accepted): names each status uniquely. */
+  readonly revision: number
   readonly history: ReadonlyArray<Message>
   readonly artifacts: ReadonlyArray<Artifact>
   readonly provenance: Provenance

@@ -149,6 +149,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
             : "task rejected: the session is closing"
         }),
         timestamp: now(),
+        revision: 0,
         history: [input.message],
         artifacts: [],
         provenance: input.provenance,
@@ -184,7 +185,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       }
       const next: Task = {
         ...task,
-        ...(to === undefined ? {} : { state: to, timestamp: now() }),
+        ...(to === undefined || to === task.state ? {} : { state: to, timestamp: now(), revision: task.revision + 1 }),
         ...("statusMessage" in change ? { statusMessage: change.statusMessage } : {}),
         ...(change.response === undefined ? {} : { response: change.response }),
         ...("prompt" in change ? { prompt: change.prompt } : {}),
@@ -218,7 +219,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       const taskId = lane.shift()
       if (taskId === undefined) return Option.none<Task>()
       const task = tasks.get(taskId)!
-      const next: Task = { ...task, state: "working", timestamp: now() }
+      const next: Task = { ...task, state: "working", timestamp: now(), revision: task.revision + 1 }
       tasks.set(taskId, next)
       active.add(taskId)
       lastStarted = taskId
