@@ -6,14 +6,15 @@
  * instead of holding the server open.
  */
 import { createServer } from "node:http"
-import { HttpMiddleware, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { EventLog } from "../services/EventLog.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
-import type { DoorSettings } from "./DoorConfig.js"
+import { DoorConfig, type DoorSettings } from "./DoorConfig.js"
+import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { makeRpcRoute } from "./RpcRoute.js"
 
 const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the door serves POST / and GET /.well-known/agent-card.json"}`, {
@@ -23,17 +24,28 @@ const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the do
 
 export const makeRouter = Effect.gen(function*() {
   const identity = yield* SessionIdentity
+  const config = yield* DoorConfig
   const rpc = yield* makeRpcRoute
   const card = Effect.succeed(HttpServerResponse.text(identity.cardJson, {
     contentType: "application/json",
     headers: { "cache-control": "no-cache" }
   }))
-  return HttpRouter.empty.pipe(
+  const router = HttpRouter.empty.pipe(
     HttpRouter.get("/.well-known/agent-card.json", card),
     HttpRouter.get("/.well-known/agent.json", card),
     HttpRouter.post("/", rpc),
     HttpRouter.all("*", Effect.succeed(notFound))
   )
+  const tooManyHeaders = HttpServerResponse.text(
+    `{"error":"too_many_headers","message":"the request has more than ${config.maxHeadersCount} headers"}`,
+    { status: 431, contentType: "application/json", headers: { connection: "close" } }
+  )
+  // Node drops headers past its count instead of refusing the request; refuse it here, before
+  // any route acts on a request whose headers were cut.
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    NodeHttpServerRequest.toIncomingMessage(request).rawHeaders.length / 2 > config.maxHeadersCount
+      ? Effect.succeed(tooManyHeaders)
+      : router)
 })
 
 /** Serves the router on the `HttpServer` in context, and ends the session before it closes. */
@@ -42,7 +54,8 @@ export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const registry = yield* TaskRegistry
   const runner = yield* TaskRunner
   const log = yield* EventLog
-  yield* HttpServer.serveEffect()(router.pipe(HttpMiddleware.withTracerDisabledWhenEffect(() => true)))
+  // Served by NodeDoorAdapter (see doorServerLayer): no per-request span, scope or middleware.
+  yield* HttpServer.serveEffect()(router)
   yield* Effect.addFinalizer(() =>
     registry.close().pipe(
       Effect.zipRight(runner.stop()),
@@ -59,9 +72,12 @@ export const doorServerLayer = (settings: DoorSettings) =>
       maxHeaderSize: settings.maxHeaderBytes,
       headersTimeout: settings.headersTimeoutMs,
       requestTimeout: settings.requestTimeoutMs,
-      keepAliveTimeout: settings.keepAliveTimeoutMs
+      keepAliveTimeout: settings.keepAliveTimeoutMs,
+      // Node checks the head/request timeouts only this often (30 s by default).
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 2)))
     })
-    server.maxHeadersCount = settings.maxHeadersCount
+    // Node silently drops headers past this count; one more lets the door see the overflow and refuse it (431).
+    server.maxHeadersCount = settings.maxHeadersCount + 1
     // Released before the server closes: streams end at shutdown, and whatever is still open a
     // moment later is cut, so closing (and exiting) stays bounded.
     const bound = Layer.scopedDiscard(Effect.addFinalizer(() =>
@@ -73,7 +89,7 @@ export const doorServerLayer = (settings: DoorSettings) =>
         setTimeout(() => server.closeAllConnections(), 2_000).unref()
       })
     ))
-    return Layer.provideMerge(bound, NodeHttpServer.layer(() => server, { host: settings.host, port: settings.port }))
+    return Layer.provideMerge(bound, NodeDoorAdapter.layer(() => server, { host: settings.host, port: settings.port }))
   }))
 
 /** The door's absolute URL once the server is bound (wildcard binds advertise loopback). */

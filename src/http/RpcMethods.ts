@@ -96,10 +96,12 @@ export const makeMethods = Effect.gen(function*() {
         return Option.some(task)
       }
       if (call.a2a) return Option.none<Task>()
-      // The reference routes a message without task id to the active input-required task.
+      // The reference routes a message without task id to the active input-required task
+      // (only one of its own dialect: an A2A client's task is answered by its taskId).
       const current = yield* registry.current()
       return Option.filter(current, (task) =>
-        task.state === "input-required" && (request.contextId === undefined || request.contextId === task.contextId))
+        task.state === "input-required" && task.dialect === "reference" &&
+        (request.contextId === undefined || request.contextId === task.contextId))
     })
 
   const sendMessage: Method = (call) =>
@@ -138,10 +140,11 @@ export const makeMethods = Effect.gen(function*() {
       const target = request.taskId === undefined ? Option.none<Task>() : yield* continuation(call, request)
       const cursor = yield* log.lastId()
       if (Option.isSome(target)) {
+        // A follow-up stream carries the new turn only: earlier frames (even after a
+        // Last-Event-ID) would replay the input request that ended the previous stream.
         const a2a = call.a2a || target.value.dialect === "a2a"
-        const after = call.lastEventId ?? cursor
         const task = yield* runner.resume(target.value.id, request.message)
-        return sse(a2a ? a2aTaskStream(call, task, after) : referenceTaskStream(task.id, after))
+        return sse(a2a ? a2aTaskStream(call, task, cursor) : referenceTaskStream(task.id, cursor))
       }
       const acceptance = yield* runner.submit({
         message: request.message,
