@@ -4,6 +4,7 @@
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Layer } from "effect"
+import { inspectCommand } from "./cli/Inspect.js"
 import { ScriptedSessionLive } from "./layers/Main.js"
 import { SessionIdentity } from "./services/SessionIdentity.js"
 
@@ -42,6 +43,6 @@ const serve = Command.make(
 ).pipe(Command.withDescription("Serve the embedded scripted capsule over the A2A door"))
 
 export const cli = Command.make("capsule-runtime").pipe(
-  Command.withSubcommands([serve]),
+  Command.withSubcommands([serve, inspectCommand]),
   Command.run({ name: "capsule-runtime", version: "0.1.0" })
 )

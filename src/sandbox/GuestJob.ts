@@ -1,0 +1,86 @@
+/**
+ * What the main thread hands a guest worker (`workerData`) and the messages they exchange. All
+ * of it crosses a structured clone: compiled `WebAssembly.Module`s (shared, not recompiled),
+ * plain grant data, a `MessagePort` and a `SharedArrayBuffer` for blocking host calls.
+ */
+import type { MessagePort } from "node:worker_threads"
+import type { NetworkRule } from "./NetworkPolicy.js"
+
+/** A transpiled component: its JS glue on disk (imported by file URL) and its compiled core modules. */
+export interface LoadedGuest {
+  readonly jsUrl: string
+  readonly modules: Readonly<Record<string, WebAssembly.Module>>
+}
+
+
+/** Everything a guest may touch, built per instance. */
+export interface GuestGrant {
+  /** Host directory preopened as `.`; none: no filesystem at all. */
+  readonly preopen: string | undefined
+  readonly env: Readonly<Record<string, string>>
+  readonly network: ReadonlyArray<NetworkRule>
+  /** Linear-memory cap in bytes (already patched into the modules; used to classify traps). */
+  readonly memoryBytes: number
+}
+
+export interface ToolGuest {
+  readonly guest: LoadedGuest
+  readonly grant: GuestGrant
+  readonly deadlineMs: number
+}
+
+export interface ArtifactData {
+  readonly name: string
+  readonly version: string
+  readonly runtime: "wasm" | "native"
+  readonly description: string
+  readonly tags: ReadonlyArray<string>
+  readonly inputSchema?: string | undefined
+  readonly outputSchema?: string | undefined
+}
+
+export interface ToolInputData {
+  readonly data?: string | undefined
+  readonly logPath?: string | undefined
+}
+
+export interface ToolResultData {
+  readonly status: "passed" | "failed" | "error"
+  readonly summary?: string | undefined
+  readonly data?: string | undefined
+  readonly dataPath?: string | undefined
+  readonly truncated: boolean
+  readonly metadata: ReadonlyArray<readonly [string, string]>
+}
+
+export interface GuestJob {
+  readonly role: { readonly kind: "capsule" } | { readonly kind: "tool"; readonly name: string; readonly input: ToolInputData }
+  readonly guest: LoadedGuest
+  readonly grant: GuestGrant
+  /** Names of every `runtime: tool` artifact (the `invoke` allowlist), WASM or not. */
+  readonly allowlist: ReadonlyArray<string>
+  /** The allowlisted tools that have a WASM component, instantiated fresh for each call. */
+  readonly tools: Readonly<Record<string, ToolGuest>>
+  /** Whether an A2A task is in scope (chunks and request-input attach to it). */
+  readonly inTask: boolean
+  readonly sessionId: string
+  readonly artifacts: ReadonlyArray<ArtifactData>
+  readonly rpc: { readonly port: MessagePort; readonly flag: SharedArrayBuffer }
+}
+
+export type HostCall =
+  | { readonly method: "requestInput"; readonly prompt: string }
+  | { readonly method: "sendMessage"; readonly peerUrl: string; readonly messageId: string; readonly contextId?: string | undefined; readonly text: string }
+
+export type HostReply = { readonly ok: unknown } | { readonly err: string } | { readonly trap: string }
+
+export type FailureReason = "Trap" | "Instantiate" | "MissingExport"
+
+export type WorkerMessage =
+  | { readonly type: "stdout" | "stderr"; readonly bytes: Uint8Array }
+  | { readonly type: "chunk"; readonly kind: "text" | "thinking"; readonly text: string }
+  | { readonly type: "call"; readonly call: HostCall }
+  | { readonly type: "toolStart"; readonly name: string; readonly deadlineMs: number }
+  | { readonly type: "toolEnd"; readonly name: string }
+  | { readonly type: "done"; readonly result?: ToolResultData | undefined }
+  | { readonly type: "failed"; readonly reason: FailureReason; readonly message: string; readonly memoryBytes: number }

@@ -1,0 +1,46 @@
+/**
+ * Every way a guest run can fail, as one error with a reason (after AiError's shape). Messages
+ * are worded like the reference's (spec §2.2, §2.3, §5.1); `stderr` carries what the guest wrote
+ * before it failed.
+ */
+import { Schema } from "effect"
+
+export const SandboxFailure = Schema.Literal(
+  "Trap",
+  "Deadline",
+  "MemoryLimit",
+  "TableLimit",
+  "Instantiate",
+  "VersionMismatch",
+  "DeniedImport",
+  "MissingExport",
+  "InvalidComponent",
+  "WorkerCrashed"
+)
+export type SandboxFailure = typeof SandboxFailure.Type
+
+export class SandboxError extends Schema.TaggedError<SandboxError>()("SandboxError", {
+  reason: SandboxFailure,
+  message: Schema.String,
+  stderr: Schema.optional(Schema.String)
+}) {}
+
+/** Who ran: the script capsule, or a named tool / driver. */
+export type GuestRole = { readonly kind: "capsule" } | { readonly kind: "tool"; readonly name: string }
+
+const subject = (role: GuestRole) => role.kind === "capsule" ? "capsule execution" : `tool '${role.name}'`
+
+export const deadlineMessage = (role: GuestRole, seconds: number) =>
+  role.kind === "capsule"
+    ? `capsule execution exceeded its ${seconds}s deadline and was interrupted; raise capabilities.limits.deadline_seconds if it needs longer`
+    : `tool '${role.name}' exceeded its ${seconds}s execution deadline (capabilities.limits.deadline_seconds) and was interrupted`
+
+export const limitMessage = (role: GuestRole, detail: string) => `${subject(role)} exceeded its configured resource limits: ${detail}`
+
+export const trapMessage = (role: GuestRole, trap: string) =>
+  role.kind === "capsule" ? `capsule execution trapped: ${trap}` : `tool '${role.name}' trapped: ${trap}`
+
+export const missingExportMessage = (role: GuestRole) =>
+  role.kind === "capsule"
+    ? "capsule component missing export murmur:capsule/run@0.1.0#run; rebuild the artifact against the versioned WIT"
+    : `tool component '${role.name}' missing export murmur:tool/run@0.1.0#run; rebuild the artifact against the versioned WIT`

@@ -1,0 +1,88 @@
+/**
+ * How a `murmur.yaml` is refused, and how it is warned about. Every message is the reference's
+ * text byte for byte where the reference has one (spec §1.5): the `code` is what the CLI prints
+ * beside it. Warnings never refuse a manifest.
+ */
+import { Schema } from "effect"
+
+export const MANIFEST_FILENAME = "murmur.yaml"
+
+export const ManifestErrorCode = Schema.Literal(
+  /** missing required top-level field */
+  "E-MAN-001",
+  /** YAML syntax error, or a value of the wrong YAML type */
+  "E-MAN-002",
+  /** a semantically invalid artifact entry or capability value */
+  "E-MAN-003",
+  /** a `network.allow` entry that can never become a rule */
+  "E-CAP-001",
+  /** a `filesystem.scope` that is absolute or escapes the workdir */
+  "E-CAP-002",
+  /** an artifact `config:` block that cannot be delivered as MURMUR_ARTIFACT_CONFIG */
+  "E-CAP-010"
+)
+export type ManifestErrorCode = typeof ManifestErrorCode.Type
+
+export class ManifestError extends Schema.TaggedError<ManifestError>()("ManifestError", {
+  code: ManifestErrorCode,
+  message: Schema.String,
+  /** The manifest file the text came from, when the caller said. Never part of `message`. */
+  path: Schema.optionalWith(Schema.String, { exact: true })
+}) {}
+
+export const ManifestWarningCode = Schema.Literal(
+  /** a key this build does not recognize (reported, never refused) */
+  "W-SEC-019",
+  /** an artifact declares both `source:` and `version:` (the reference prints this uncoded) */
+  "W-LOCAL-SOURCE"
+)
+export type ManifestWarningCode = typeof ManifestWarningCode.Type
+
+export const ManifestWarning = Schema.Struct({
+  code: ManifestWarningCode,
+  message: Schema.String,
+  /** Dotted path of the key the warning is about (`capabilities.shell.alow`). */
+  path: Schema.String
+})
+export type ManifestWarning = typeof ManifestWarning.Type
+
+const make = (code: ManifestErrorCode, message: string) => new ManifestError({ code, message })
+
+/** A YAML parse failure, or a value of the wrong YAML type, at a 1-based position. */
+export const yamlSyntaxError = (line: number, column: number, detail: string) =>
+  make(
+    "E-MAN-002",
+    `${MANIFEST_FILENAME}: YAML syntax error at line ${line}, column ${column}: ${detail} at line ${line} column ${column}`
+  )
+
+/** A YAML failure with no position (resource limits hit while reading aliases). */
+export const yamlErrorWithoutPosition = (detail: string) =>
+  make("E-MAN-002", `${MANIFEST_FILENAME}: YAML syntax error: ${detail}`)
+
+export const missingField = (field: "name" | "version") =>
+  make("E-MAN-001", `${MANIFEST_FILENAME}: missing required field '${field}'`)
+
+export const invalidArtifact = (index: number, message: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: invalid artifact declaration at index ${index}: ${message}`)
+
+export const invalidCapability = (field: string, message: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: invalid capability config for '${field}': ${message}`)
+
+export const invalidNetworkAllowEntry = (entry: string, message: string) =>
+  make("E-CAP-001", `invalid network capability allow entry '${entry}': ${message}`)
+
+export const invalidFilesystemScope = (scope: string, message: string) =>
+  make("E-CAP-002", `invalid filesystem capability scope '${scope}': ${message}`)
+
+export const invalidArtifactConfig = (artifact: string, message: string) =>
+  make("E-CAP-010", `invalid config for artifact '${artifact}': ${message}`)
+
+/** The artifact's own manifest (§1.4) words type errors differently from the capsule manifest. */
+export const artifactFieldInvalidType = (field: string, expected: string, got: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: field '${field}' has invalid type (expected ${expected}, got ${got})`)
+
+export const artifactFieldInvalidValue = (field: string, message: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: field '${field}' ${message}`)
+
+export const artifactMissingField = (field: string) =>
+  make("E-MAN-001", `${MANIFEST_FILENAME}: missing required field '${field}'`)

@@ -1,0 +1,133 @@
+/**
+ * Entry point of a guest worker: one worker per guest run. It instantiates the capsule (or the
+ * tool) from the compiled modules it was handed, with imports built from its grant, runs it
+ * once, reports `done` or `failed`, and is then terminated by the main thread — which is also
+ * how cancel, deadlines and shutdown end it at any moment.
+ */
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { workerData } from "node:worker_threads"
+import type { FailureReason, GuestJob, LoadedGuest, ToolInputData, ToolResultData } from "../GuestJob.js"
+import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
+import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
+import { capMessage, nearCap } from "../MemoryVerdict.js"
+import { GuestExit, wasiImports } from "./WasiImports.js"
+
+const job = workerData as GuestJob
+const channel: Channel = makeChannel(job.rpc)
+
+class Failure extends Error {
+  constructor(readonly reason: FailureReason, message: string) {
+    super(message)
+  }
+}
+
+/** Memories of every core instance, to tell a memory-cap trap from any other. */
+const memories: Array<WebAssembly.Memory> = []
+
+const instantiateCore = (module: WebAssembly.Module, imports: WebAssembly.Imports) => {
+  const instance = new WebAssembly.Instance(module, imports)
+  for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value)
+  return instance
+}
+
+const classify = (error: unknown): Failure => {
+  if (error instanceof Failure) return error
+  return new Failure("Trap", error instanceof Error ? error.message : String(error))
+}
+
+/** The largest linear memory in use (the main thread tells a memory-cap trap from others). */
+const memoryInUse = () => memories.reduce((most, memory) => Math.max(most, memory.buffer.byteLength), 0)
+
+const sinks = {
+  stdout: (bytes: Uint8Array) => channel.post({ type: "stdout", bytes }),
+  stderr: (bytes: Uint8Array) => channel.post({ type: "stderr", bytes })
+}
+
+const loaded = new Map<string, any>()
+
+const load = async (guest: LoadedGuest) => {
+  const module = await import(guest.jsUrl)
+  loaded.set(guest.jsUrl, module)
+}
+
+const instantiate = (guest: LoadedGuest, imports: Record<string, any>, kind: "capsule" | "tool") => {
+  const root = loaded.get(guest.jsUrl).instantiate((name: string) => guest.modules[name], imports, instantiateCore)
+  const exported = kind === "capsule" ? root["murmur:capsule/run@0.1.0"] ?? root.run : root["murmur:tool/run@0.1.0"] ?? root.run
+  if (exported === undefined || typeof exported.run !== "function") {
+    throw new Failure(
+      "MissingExport",
+      kind === "capsule"
+        ? "capsule component missing export murmur:capsule/run@0.1.0#run; rebuild the artifact against the versioned WIT"
+        : `tool component '${job.role.kind === "tool" ? job.role.name : "?"}' missing export murmur:tool/run@0.1.0#run; rebuild the artifact against the versioned WIT`
+    )
+  }
+  return exported
+}
+
+const normalizeResult = (result: any): ToolResultData => ({
+  status: result.status,
+  summary: result.summary ?? undefined,
+  data: result.data ?? undefined,
+  dataPath: result.dataPath ?? undefined,
+  truncated: result.truncated === true,
+  metadata: (result.metadata ?? []).map(([key, value]: [string, string]) => [key, value] as const)
+})
+
+/** A nested tool call from the capsule: fresh instance, its own grant, traps become `err`. */
+const runTool = (name: string, input: ToolInputData): ToolResultData => {
+  const tool = job.tools[name]!
+  channel.post({ type: "toolStart", name, deadlineMs: tool.deadlineMs })
+  try {
+    const imports = { ...wasiImports(tool.grant, sinks), ...toolMurmurImports(job, channel) }
+    let run: any
+    try {
+      run = instantiate(tool.guest, imports, "tool").run
+    } catch (error) {
+      if (error instanceof Failure) throw new Error(error.message)
+      throw new Error(`tool '${name}' trapped: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    try {
+      return normalizeResult(run({ data: input.data, logPath: input.logPath }))
+    } catch (error) {
+      if (error instanceof HostTrap && !error.message.startsWith("request-input")) throw error
+      const failure = classify(error)
+      const used = memoryInUse()
+      throw new Error(
+        nearCap(used, tool.grant.memoryBytes)
+          ? `tool '${name}' exceeded its configured resource limits: ${capMessage(used, tool.grant.memoryBytes)}`
+          : `tool '${name}' trapped: ${failure.message}`
+      )
+    }
+  } finally {
+    channel.post({ type: "toolEnd", name })
+  }
+}
+
+const main = async () => {
+  await load(job.guest)
+  for (const tool of Object.values(job.tools)) await load(tool.guest)
+  const kind = job.role.kind
+  const imports = {
+    ...wasiImports(job.grant, sinks),
+    ...(kind === "capsule" ? capsuleMurmurImports(job, channel, { run: runTool }) : toolMurmurImports(job, channel))
+  }
+  let exported: any
+  try {
+    exported = instantiate(job.guest, imports, kind)
+  } catch (error) {
+    if (error instanceof Failure) throw error
+    throw new Failure("Instantiate", error instanceof Error ? error.message : String(error))
+  }
+  try {
+    const result = job.role.kind === "tool" ? exported.run({ data: job.role.input.data, logPath: job.role.input.logPath }) : exported.run()
+    channel.post({ type: "done", result: job.role.kind === "tool" ? normalizeResult(result) : undefined })
+  } catch (error) {
+    if (error instanceof GuestExit && error.ok) return channel.post({ type: "done" })
+    throw classify(error)
+  }
+}
+
+main().catch((error) => {
+  const failure = classify(error)
+  channel.post({ type: "failed", reason: failure.reason, message: failure.message, memoryBytes: memoryInUse() })
+})

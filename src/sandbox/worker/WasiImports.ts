@@ -1,0 +1,126 @@
+/**
+ * The WASI 0.2 imports of one guest instance, built from its grant alone. Nothing comes from
+ * preview2-shim's process-global defaults (host env, host cwd, host stdio, open network):
+ * env and preopens are the grant's, stdout/stderr go to sinks, `exit` cannot end the thread,
+ * sockets are denied, and `wasi:http/outgoing-handler` checks every request against the
+ * network allowlist before any connection is made.
+ *
+ * The shim is untyped JS; this module is the boundary where its objects are adapted.
+ */
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { WASIShim } from "@bytecodealliance/preview2-shim/instantiation"
+import * as shimIo from "@bytecodealliance/preview2-shim/io"
+import * as shimClocks from "@bytecodealliance/preview2-shim/clocks"
+import * as shimFilesystem from "@bytecodealliance/preview2-shim/filesystem"
+import * as shimHttp from "@bytecodealliance/preview2-shim/http"
+import type { GuestGrant } from "../GuestJob.js"
+import { matchRequest } from "../NetworkPolicy.js"
+
+/** Thrown by `wasi:cli/exit`: the guest asked to stop. */
+export class GuestExit extends Error {
+  constructor(readonly ok: boolean) {
+    super(ok ? "guest exited" : "guest exited with a failure status")
+  }
+}
+
+const BaseOutputStream = (shimIo as any).streams.OutputStream as new() => any
+
+/** An output stream that hands every write to a sink and never touches the host's fds. */
+class SinkStream extends BaseOutputStream {
+  constructor(private readonly sink: (bytes: Uint8Array) => void) {
+    super()
+  }
+  checkWrite() {
+    return 1_048_576n
+  }
+  write(bytes: Uint8Array) {
+    this.sink(bytes.slice())
+  }
+  blockingWriteAndFlush(bytes: Uint8Array) {
+    this.sink(bytes.slice())
+  }
+  flush() {}
+  blockingFlush() {}
+  writeZeroes(length: bigint) {
+    this.sink(new Uint8Array(Number(length)))
+  }
+  blockingWriteZeroesAndFlush(length: bigint) {
+    this.sink(new Uint8Array(Number(length)))
+  }
+  // wasi-libc writes through check-write/subscribe/poll: the stream is always ready.
+  subscribe() {
+    return (shimClocks as any).monotonicClock.subscribeDuration(0n)
+  }
+}
+
+let descriptorPatched = false
+
+/**
+ * preview2-shim 0.26 refuses `openAt` with `mutateDirectory` (wasi-libc sets it on every open for
+ * writing), so every Rust `fs::write` would fail. The flag asks for nothing the preopen does not
+ * already allow, so it is cleared. This worker realm belongs to one guest run.
+ */
+const patchDescriptor = () => {
+  if (descriptorPatched) return
+  descriptorPatched = true
+  const Descriptor = (shimFilesystem as any).types.Descriptor
+  const openAt = Descriptor.prototype.openAt
+  Descriptor.prototype.openAt = function(pathFlags: unknown, path: string, openFlags: unknown, flags: any) {
+    return openAt.call(this, pathFlags, path, openFlags, flags?.mutateDirectory ? { ...flags, mutateDirectory: false } : flags)
+  }
+}
+
+export interface StdioSinks {
+  readonly stdout: (bytes: Uint8Array) => void
+  readonly stderr: (bytes: Uint8Array) => void
+}
+
+const schemeOf = (scheme: any): string | undefined => {
+  if (scheme === undefined || scheme === null) return undefined
+  if (scheme.tag === "HTTP") return "http"
+  if (scheme.tag === "HTTPS") return "https"
+  return typeof scheme.val === "string" ? scheme.val.toLowerCase() : undefined
+}
+
+export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string, any> => {
+  patchDescriptor()
+  const shim = new WASIShim({
+    sandbox: {
+      preopens: grant.preopen === undefined ? {} : { ".": grant.preopen },
+      env: { ...grant.env },
+      args: [],
+      enableNetwork: false
+    }
+  } as any)
+  const base: Record<string, any> = shim.getImportObject()
+  const stdout = new SinkStream(sinks.stdout)
+  const stderr = new SinkStream(sinks.stderr)
+  // With `enableNetwork: false` the shim's handler throws a string that is no `error-code`
+  // (a trap); the real one, behind our allowlist, answers `HTTP-request-denied` properly.
+  const realHandle = (shimHttp as any).outgoingHandler.handle
+  return {
+    ...base,
+    "wasi:cli/environment": {
+      ...base["wasi:cli/environment"],
+      // The host's cwd is nobody's business: the guest's only directory is its preopen.
+      initialCwd: () => undefined
+    },
+    "wasi:cli/stdout": { getStdout: () => stdout },
+    "wasi:cli/stderr": { getStderr: () => stderr },
+    "wasi:cli/exit": {
+      exit: (status: { tag: string }) => {
+        throw new GuestExit(status.tag === "ok")
+      },
+      exitWithCode: (code: number) => {
+        throw new GuestExit(code === 0)
+      }
+    },
+    "wasi:http/outgoing-handler": {
+      handle: (request: any, options: any) => {
+        const allowed = matchRequest(grant.network, { scheme: schemeOf(request.scheme()), authority: request.authority() ?? undefined })
+        if (!allowed) throw { tag: "HTTP-request-denied" }
+        return realHandle(request, options)
+      }
+    }
+  }
+}
