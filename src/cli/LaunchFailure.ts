@@ -1,0 +1,23 @@
+/**
+ * How a command reports a capsule that could not run: `error[CODE]: message` on stderr (or the
+ * `exit` JSON event as the last stdout line with `--json`), and exit status 1.
+ */
+import { Console, Effect } from "effect"
+import { exitWith } from "./Exit.js"
+
+export const reportLaunchFailure = (code: string, message: string, json: boolean, workdir?: string, stderr?: string) =>
+  Effect.gen(function*() {
+    if (json) {
+      yield* Console.log(JSON.stringify({
+        event: "exit",
+        status: "failed",
+        ...(workdir === undefined ? {} : { workdir }),
+        error: { code, message, ...(stderr === undefined || stderr.length === 0 ? {} : { stderr }) }
+      }))
+    } else {
+      if (stderr !== undefined && stderr.length > 0) yield* Console.error(`guest stderr:\n${stderr.trimEnd()}`)
+      yield* Console.error(`error[${code}]: ${message}`)
+      if (workdir !== undefined) yield* Console.error(`workdir: ${workdir}`)
+    }
+    return yield* exitWith(1)
+  })

@@ -1,0 +1,82 @@
+/**
+ * `serve [dir]`: a long-lived session behind the door. Without a directory it serves the
+ * embedded scripted capsule; with one, that script capsule (one task at a time: its tasks share
+ * the workdir). With `--json`, stdout carries exactly one line once the door listens.
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Effect, Layer, Option } from "effect"
+import { HostEnvironment, SandboxLive } from "../layers/Host.js"
+import { ScriptedSessionLive, SessionLive, type SessionOptions } from "../layers/Main.js"
+import { loadProject } from "../sandbox/CapsuleProject.js"
+import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
+import { prepareScript } from "../sandbox/ScriptLaunch.js"
+import { mintId } from "../services/Ids.js"
+import { SessionIdentity } from "../services/SessionIdentity.js"
+import { reportLaunchFailure } from "./LaunchFailure.js"
+
+const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A script capsule directory"), Args.optional)
+const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
+const port = Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port to bind (0: any free port)"))
+const acceptance = Options.choice("task-acceptance", ["none", "single", "queue"] as const).pipe(
+  Options.withDefault("queue" as const),
+  Options.withDescription("none: no task starts; single: one task per session; queue: tasks wait in lanes")
+)
+const queueDepth = Options.integer("queue-depth").pipe(Options.withDefault(32), Options.withDescription("Most tasks waiting to start"))
+const maxActive = Options.integer("max-active").pipe(Options.withDefault(4), Options.withDescription("Most tasks running at once (a script capsule runs one)"))
+const maxBody = Options.integer("max-body-bytes").pipe(Options.withDefault(1024 * 1024), Options.withDescription("Largest request body"))
+const retain = Options.integer("retain-tasks").pipe(Options.withDefault(1000), Options.withDescription("Finished tasks kept for tasks/get"))
+const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir of a script capsule (default <dir>/workdir/<session>)"), Options.optional)
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
+
+/** A script capsule's `lifecycle.input_timeout_secs` (the block is otherwise read by the agent loop). */
+const inputTimeoutMs = (lifecycle: unknown): number | undefined => {
+  const value = typeof lifecycle === "object" && lifecycle !== null ? (lifecycle as Record<string, unknown>).input_timeout_secs : undefined
+  return typeof value === "number" && value > 0 ? value * 1000 : undefined
+}
+
+const announce = (json: boolean, extra: Record<string, string>) =>
+  Effect.gen(function*() {
+    const identity = yield* SessionIdentity
+    if (json) {
+      yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, ...extra }))
+    } else {
+      yield* Console.log(`capsule ${identity.capsule.name}@${identity.capsule.version} serving at ${identity.url}`)
+      yield* Console.log(`session ${identity.sessionId}; agent card at ${identity.url}.well-known/agent-card.json`)
+    }
+    yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, session_id: identity.sessionId }))
+    return yield* Effect.never
+  })
+
+export const serveCommand = Command.make(
+  "serve",
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, workdir, json },
+  (options) => {
+    const session: SessionOptions = {
+      door: { host: options.host, port: options.port, acceptance: options.acceptance, maxBodyBytes: options.maxBody },
+      registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain }
+    }
+    if (Option.isNone(options.dir)) {
+      return announce(options.json, {}).pipe(Effect.provide(Layer.fresh(ScriptedSessionLive(session))))
+    }
+    const directory = options.dir.value
+    return Effect.gen(function*() {
+      const hostEnv = yield* HostEnvironment
+      const project = yield* loadProject(directory)
+      const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
+      for (const warning of prepared.warnings) yield* Console.error(warning)
+      const layer = SessionLive(ScriptCapsule.layer(prepared), {
+        ...session,
+        registry: { ...session.registry, maxActive: 1 },
+        runner: { inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
+      })
+      return yield* announce(options.json, { workdir: prepared.workdir }).pipe(Effect.provide(Layer.fresh(layer)))
+    }).pipe(
+      Effect.catchTags({
+        ProjectError: (error) => reportLaunchFailure(error.code, error.message, options.json),
+        SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, options.json)
+      }),
+      Effect.provide(SandboxLive),
+      Effect.provide(HostEnvironment.layer)
+    )
+  }
+).pipe(Command.withDescription("Serve a capsule over the A2A door (the embedded scripted capsule without a directory)"))

@@ -1,0 +1,136 @@
+/**
+ * A capsule directory, resolved for launch: its `murmur.yaml`, its script component
+ * (`capsule.wasm`, else the single root `*.wasm`), and its artifacts — from an entry's `source:`
+ * (a `.wasm`, or an artifact directory with its own `murmur.yaml` and one root `.wasm`) or from
+ * `.murmur/artifacts/<name>/<version>/` — with registry artifacts pinned by SHA-256 in
+ * `murmur.lock` on the first run and verified on every later one.
+ */
+import { existsSync } from "node:fs"
+import { readdir, readFile, stat, writeFile } from "node:fs/promises"
+import { join, resolve } from "node:path"
+import { Effect, Either } from "effect"
+import { digestOf } from "./ComponentCache.js"
+import { LOCKFILE_NAME, type Lockfile, parseLockfile, serializeLockfile, verifyOrPin } from "./Lockfile.js"
+import { type CapsuleManifest, isAgentCapsule, parseManifest } from "./Manifest.js"
+import type { ArtifactEntry } from "./manifest/ArtifactEntry.js"
+import { type ArtifactManifest, parseArtifactManifest } from "./manifest/ArtifactManifest.js"
+import type { ManifestWarning } from "./manifest/ManifestError.js"
+import { ProjectError } from "./ProjectError.js"
+
+export interface ResolvedArtifact {
+  readonly entry: ArtifactEntry
+  /** The artifact's own manifest, when it came as a directory. */
+  readonly own: ArtifactManifest | undefined
+  /** The WebAssembly component; absent for native tools and skills. */
+  readonly wasm: Uint8Array | undefined
+  readonly sha256: string | undefined
+}
+
+export interface CapsuleProject {
+  readonly directory: string
+  readonly manifest: CapsuleManifest
+  readonly warnings: ReadonlyArray<ManifestWarning>
+  /** The script capsule's component (agent capsules have none). */
+  readonly component: { readonly path: string; readonly bytes: Uint8Array } | undefined
+  readonly artifacts: ReadonlyArray<ResolvedArtifact>
+}
+
+const resolved = (entry: ArtifactEntry, own: ArtifactManifest | undefined, wasm: Uint8Array | undefined): ResolvedArtifact => ({
+  entry,
+  own,
+  wasm,
+  sha256: wasm === undefined ? undefined : digestOf(wasm)
+})
+
+const fail = (code: string, message: string) => Effect.fail(new ProjectError({ code, message }))
+
+const io = <A>(what: string, run: () => Promise<A>) =>
+  Effect.tryPromise({ try: run, catch: (error) => new ProjectError({ code: "E-RUN-002", message: `${what}: ${error instanceof Error ? error.message : String(error)}` }) })
+
+/** `capsule.wasm` wins; else exactly one root `*.wasm`. */
+const rootWasm = (directory: string, missing: string) =>
+  Effect.gen(function*() {
+    const names = (yield* io(`cannot read ${directory}`, () => readdir(directory))).filter((name) => name.endsWith(".wasm")).sort()
+    if (names.includes("capsule.wasm")) return join(directory, "capsule.wasm")
+    if (names.length === 1) return join(directory, names[0]!)
+    if (names.length === 0) return yield* fail("E-RUN-004", missing)
+    return yield* fail("E-RUN-004", `multiple root .wasm files found: ${names.join(", ")} (expected capsule.wasm or one root *.wasm)`)
+  })
+
+const readArtifactDir = (directory: string, entry: ArtifactEntry) =>
+  Effect.gen(function*() {
+    const manifestPath = join(directory, "murmur.yaml")
+    let own: ArtifactManifest | undefined
+    if (existsSync(manifestPath)) {
+      const parsed = parseArtifactManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")))
+      if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, `artifact '${entry.name}': ${parsed.left.message}`)
+      own = parsed.right
+    }
+    if (own?.implementation === "native" || own?.runtime === "skill" || entry.runtime === "skill") {
+      return resolved(entry, own, undefined)
+    }
+    const path = yield* rootWasm(directory, `artifact '${entry.name}': missing root .wasm file (expected capsule.wasm or one root *.wasm)`)
+    return resolved(entry, own, yield* io(`cannot read ${path}`, () => readFile(path)))
+  })
+
+const resolveArtifact = (directory: string, entry: ArtifactEntry) =>
+  Effect.gen(function*() {
+    const location = entry.source !== undefined
+      ? resolve(directory, entry.source)
+      : join(directory, ".murmur", "artifacts", entry.name, entry.version)
+    const info = yield* Effect.promise(() => stat(location).catch(() => undefined))
+    if (info === undefined) return undefined as ResolvedArtifact | undefined
+    if (info.isDirectory()) return yield* readArtifactDir(location, entry)
+    return resolved(entry, undefined, yield* io(`cannot read ${location}`, () => readFile(location)))
+  })
+
+/** Registry artifacts are pinned; `source:` ones are the operator's own working copies. */
+const pin = (directory: string, artifacts: ReadonlyArray<ResolvedArtifact>) =>
+  Effect.gen(function*() {
+    const path = join(directory, LOCKFILE_NAME)
+    const existed = existsSync(path)
+    let lock: Lockfile | undefined
+    if (existed) {
+      const parsed = parseLockfile(yield* io(`cannot read ${path}`, () => readFile(path, "utf8")))
+      if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, parsed.left.message)
+      lock = parsed.right
+    }
+    let changed = false
+    for (const artifact of artifacts) {
+      if (artifact.entry.source !== undefined || artifact.sha256 === undefined) continue
+      const checked = verifyOrPin(lock, artifact.entry.name, artifact.entry.version, artifact.sha256, { onMissing: existed ? "fail" : "pin" })
+      if (Either.isLeft(checked)) return yield* fail(checked.left.code, checked.left.message)
+      if (checked.right._tag === "Pinned") {
+        lock = checked.right.lock
+        changed = true
+      }
+    }
+    if (changed && lock !== undefined) {
+      const written = lock
+      yield* io(`cannot write ${path}`, () => writeFile(path, serializeLockfile(written)))
+    }
+  })
+
+export const loadProject = (directory: string) =>
+  Effect.gen(function*() {
+    const root = resolve(directory)
+    const manifestPath = join(root, "murmur.yaml")
+    if (!existsSync(manifestPath)) return yield* fail("E-RUN-002", `no murmur.yaml in ${root}`)
+    const parsed = parseManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")), { path: manifestPath })
+    if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, parsed.left.message)
+    const { manifest, warnings } = parsed.right
+    if (isAgentCapsule(manifest)) {
+      return yield* fail("E-RUN-005", `${manifest.name} is an agent capsule (it has an inference: block); this runtime runs script capsules so far`)
+    }
+    const componentPath = yield* rootWasm(root, `no capsule component in ${root}: expected capsule.wasm or exactly one root *.wasm`)
+    const component = { path: componentPath, bytes: yield* io(`cannot read ${componentPath}`, () => readFile(componentPath)) }
+    const wanted = manifest.artifacts.filter((entry) => entry.runtime === "tool")
+    const found = yield* Effect.forEach(wanted, (entry) => resolveArtifact(root, entry))
+    const missing = wanted.filter((_, i) => found[i] === undefined)
+    if (missing.length > 0) {
+      return yield* fail("E-RUN-008", `missing artifacts: ${missing.map((entry) => `${entry.name}@${entry.version}`).join(", ")}`)
+    }
+    const artifacts = found.filter((artifact): artifact is ResolvedArtifact => artifact !== undefined)
+    yield* pin(root, artifacts)
+    return { directory: root, manifest, warnings, component, artifacts } satisfies CapsuleProject
+  })

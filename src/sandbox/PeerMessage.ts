@@ -1,0 +1,57 @@
+/**
+ * `murmur:message/send` (spec §2.8): an A2A `message/send` to a peer door, allowed only by the
+ * capsule's network ceiling (checked before any connection), stamped `x-murmur-task-origin:
+ * peer` and the sending task's trust. Answers the peer's task id, context id and state.
+ */
+import { Effect, Either } from "effect"
+import { mintId } from "../services/Ids.js"
+import type { Trust } from "../services/Task.js"
+import type { HostCall } from "./GuestJob.js"
+import { checkPeerUrl, type NetworkRule } from "./NetworkPolicy.js"
+
+export interface PeerTaskResult {
+  readonly taskId: string
+  readonly contextId: string
+  readonly state: string
+}
+
+type SendCall = Extract<HostCall, { method: "sendMessage" }>
+
+const endpoint = (peerUrl: string) => (peerUrl.includes("://") ? peerUrl : `http://${peerUrl}`)
+
+export const sendPeerMessage = (rules: ReadonlyArray<NetworkRule>, trust: Trust, call: SendCall, timeoutMs = 30_000) =>
+  Effect.gen(function*() {
+    const allowed = checkPeerUrl(rules, call.peerUrl)
+    if (Either.isLeft(allowed)) return yield* Effect.fail({ message: allowed.left })
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: mintId("req"),
+      method: "message/send",
+      params: {
+        message: {
+          messageId: call.messageId,
+          ...(call.contextId === undefined ? {} : { contextId: call.contextId }),
+          role: "user",
+          parts: [{ text: call.text }]
+        }
+      }
+    })
+    const reply = yield* Effect.tryPromise({
+      try: async (signal) => {
+        const response = await fetch(endpoint(call.peerUrl), {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-murmur-task-origin": "peer", "x-murmur-task-trust": trust },
+          body,
+          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
+        })
+        return (await response.json()) as { result?: { id?: unknown; contextId?: unknown; status?: { state?: unknown } }; error?: { message?: unknown } }
+      },
+      catch: (error) => ({ message: `message/send to '${call.peerUrl}' failed: ${error instanceof Error ? error.message : String(error)}` })
+    })
+    if (reply.error !== undefined) return yield* Effect.fail({ message: `peer answered an error: ${String(reply.error.message)}` })
+    const result = reply.result
+    if (typeof result?.id !== "string" || typeof result.contextId !== "string" || typeof result.status?.state !== "string") {
+      return yield* Effect.fail({ message: "peer answered something that is not an A2A task" })
+    }
+    return { taskId: result.id, contextId: result.contextId, state: result.status.state } satisfies PeerTaskResult
+  })

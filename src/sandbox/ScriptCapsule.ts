@@ -1,0 +1,63 @@
+/**
+ * A script capsule served through the door (beyond the reference): each task writes its text to
+ * `task.md` in the workdir, runs `run()` in a fresh worker, and completes with
+ * `out/result.txt` as its answer. Its tools' chunks stream into the task, their request-input
+ * puts the task in `input-required`, and cancelling the task terminates the worker.
+ */
+import { existsSync } from "node:fs"
+import { readFile, rm, writeFile } from "node:fs/promises"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
+import { Sandbox } from "./Sandbox.js"
+import { type PreparedScript, runScript } from "./ScriptLaunch.js"
+
+export const scriptInfo = (prepared: PreparedScript): CapsuleInfo => {
+  const { manifest } = prepared.project
+  return {
+    name: manifest.name,
+    version: manifest.version,
+    description: `Murmur script capsule ${manifest.name}@${manifest.version}`,
+    tools: prepared.allowlist,
+    shell: (manifest.capabilities.shell?.allow.length ?? 0) > 0,
+    network: (manifest.capabilities.network?.allow.length ?? 0) > 0,
+    conversationMode: "stateless"
+  }
+}
+
+export const ScriptCapsule = {
+  layer: (prepared: PreparedScript) =>
+    Layer.effect(
+      Capsule,
+      Effect.gen(function*() {
+        const sandbox = yield* Sandbox
+        const result = join(prepared.workdir, "out", "result.txt")
+        return Capsule.of({
+          info: scriptInfo(prepared),
+          run: (input, io) =>
+            Effect.gen(function*() {
+              yield* Effect.promise(() => writeFile(join(prepared.workdir, "task.md"), input.text))
+              yield* Effect.promise(() => rm(result, { force: true }))
+              let timedOut = false
+              yield* runScript(prepared, {
+                inTask: true,
+                trust: input.provenance.trust,
+                host: {
+                  text: io.text,
+                  thinking: io.thinking,
+                  requestInput: (prompt) =>
+                    io.requestInput(prompt).pipe(Effect.tapError((error) => Effect.sync(() => void (timedOut ||= error.message === "input-timeout"))))
+                }
+              }).pipe(
+                Effect.provideService(Sandbox, sandbox),
+                Effect.mapError((error) => new CapsuleFailure({ message: error.message }))
+              )
+              // The reference fails a task whose input request timed out, whatever the capsule did next.
+              if (timedOut) return yield* new CapsuleFailure({ message: "input-timeout" })
+              const response = existsSync(result) ? yield* Effect.promise(() => readFile(result, "utf8")) : ""
+              return { response }
+            })
+        })
+      })
+    )
+}

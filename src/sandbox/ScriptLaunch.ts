@@ -1,0 +1,132 @@
+/**
+ * Launching a script capsule: its components loaded (checked, transpiled, capped, compiled), the
+ * grants of the capsule and of each allowlisted tool built, the workdir made; then `run()` in a
+ * fresh worker, as many times as the caller wants (once for `run`, once per task for `serve`).
+ */
+import { createWriteStream, mkdirSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Effect, Either } from "effect"
+import type { Trust } from "../services/Task.js"
+import type { CapsuleProject } from "./CapsuleProject.js"
+import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
+import type { ArtifactData, GuestGrant } from "./GuestJob.js"
+import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "./Grants.js"
+import { effectiveLimits } from "./manifest/Capabilities.js"
+import type { NetworkRule } from "./NetworkPolicy.js"
+import { sendPeerMessage } from "./PeerMessage.js"
+import type { ProjectError } from "./ProjectError.js"
+import { type GuestHost, type GuestOutcome, Sandbox, type ToolSpec } from "./Sandbox.js"
+import type { SandboxError } from "./SandboxError.js"
+
+export interface LaunchOptions {
+  readonly sessionId: string
+  /** `--workdir`; default `<capsule dir>/workdir/<session id>`. */
+  readonly workdir?: string | undefined
+  readonly hostEnv: Readonly<Record<string, string | undefined>>
+}
+
+export interface PreparedScript {
+  readonly project: CapsuleProject
+  readonly sessionId: string
+  readonly workdir: string
+  readonly capsule: CompiledComponent
+  readonly grant: GuestGrant
+  readonly ceiling: ReadonlyArray<NetworkRule>
+  readonly deadlineSeconds: number
+  readonly tools: Readonly<Record<string, ToolSpec>>
+  readonly allowlist: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<ArtifactData>
+  readonly warnings: ReadonlyArray<string>
+}
+
+/** `describe` answers schemas as JSON strings (a manifest may hold either form). */
+const schemaText = (schema: unknown) => schema === undefined ? undefined : typeof schema === "string" ? schema : JSON.stringify(schema)
+
+const fromEither = <A, E>(either: Either.Either<A, E>) => (Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left))
+
+export const prepareScript = (project: CapsuleProject, options: LaunchOptions): Effect.Effect<PreparedScript, ProjectError | SandboxError, ComponentCache> =>
+  Effect.gen(function*() {
+    const cache = yield* ComponentCache
+    const workdir = resolve(options.workdir ?? join(project.directory, "workdir", options.sessionId))
+    mkdirSync(workdir, { recursive: true })
+    const context: GrantContext = { manifest: project.manifest, workdir, hostEnv: options.hostEnv, runtimeVars: {} }
+    const limits = effectiveLimits(project.manifest.capabilities)
+    const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
+    const capsule = yield* cache.load(project.component!.bytes, capped)
+    const granted = yield* fromEither(capsuleGrant(context))
+    const warnings = [...project.warnings.map((w) => `warning[${w.code}]: ${w.message}`), ...granted.warnings]
+    const tools: Record<string, ToolSpec> = {}
+    for (const artifact of project.artifacts) {
+      if (artifact.wasm === undefined) continue
+      const tool = yield* fromEither(toolGrant(context, artifact.entry))
+      warnings.push(...tool.warnings)
+      tools[artifact.entry.name] = {
+        component: yield* cache.load(artifact.wasm, capped),
+        grant: tool.grant,
+        deadlineSeconds: limits.deadlineSeconds
+      }
+    }
+    const artifacts: Array<ArtifactData> = project.artifacts.map((artifact) => ({
+      name: artifact.entry.name,
+      version: artifact.entry.version,
+      runtime: artifact.wasm === undefined ? "native" : "wasm",
+      description: artifact.own?.description ?? "",
+      tags: artifact.own?.tags ?? [],
+      // `describe` answers schemas as JSON strings.
+      inputSchema: schemaText(artifact.own?.inputSchema),
+      outputSchema: schemaText(artifact.own?.outputSchema)
+    }))
+    return {
+      project,
+      sessionId: options.sessionId,
+      workdir,
+      capsule,
+      grant: granted.grant,
+      ceiling: yield* fromEither(ceilingRules(project.manifest)),
+      deadlineSeconds: limits.deadlineSeconds,
+      tools,
+      allowlist: project.manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
+      artifacts,
+      warnings
+    } satisfies PreparedScript
+  })
+
+/** Appends what guests write to stdout/stderr to `<workdir>/logs/guest.log` (never the host's fds). */
+export const guestLog = (workdir: string) => {
+  mkdirSync(join(workdir, "logs"), { recursive: true })
+  const stream = createWriteStream(join(workdir, "logs", "guest.log"), { flags: "a" })
+  return {
+    write: (text: string) => Effect.sync(() => void stream.write(text)),
+    close: Effect.async<void>((resume) => void stream.end(() => resume(Effect.void)))
+  }
+}
+
+export interface ScriptHost {
+  readonly inTask: boolean
+  readonly trust: Trust
+  readonly host: Omit<GuestHost, "sendMessage" | "stdout" | "stderr">
+}
+
+/** Runs the capsule's `run()` once in a fresh worker. */
+export const runScript = (prepared: PreparedScript, options: ScriptHost): Effect.Effect<GuestOutcome, SandboxError, Sandbox> =>
+  Effect.gen(function*() {
+    const sandbox = yield* Sandbox
+    const log = guestLog(prepared.workdir)
+    return yield* sandbox.run({
+      role: { kind: "capsule" },
+      component: prepared.capsule,
+      grant: prepared.grant,
+      deadlineSeconds: prepared.deadlineSeconds,
+      allowlist: prepared.allowlist,
+      tools: prepared.tools,
+      inTask: options.inTask,
+      sessionId: prepared.sessionId,
+      artifacts: prepared.artifacts,
+      host: {
+        ...options.host,
+        sendMessage: (call) => sendPeerMessage(prepared.ceiling, options.trust, call),
+        stdout: log.write,
+        stderr: log.write
+      }
+    }).pipe(Effect.ensuring(log.close))
+  })
