@@ -66,6 +66,7 @@ export const serveCommand = Command.make(
       for (const warning of prepared.warnings) yield* Console.error(warning)
       const layer = SessionLive(ScriptCapsule.layer(prepared), {
         ...session,
+        sessionId: prepared.sessionId,
         registry: { ...session.registry, maxActive: 1 },
         runner: { inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
       })

@@ -15,6 +15,8 @@ import { TaskRegistry, type TaskRegistryConfig } from "../services/TaskRegistry.
 import { TaskRunner, type TaskRunnerConfig } from "../services/TaskRunner.js"
 
 export interface SessionOptions {
+  /** The session's `ses_` id, when the caller minted it already. */
+  readonly sessionId?: string
   readonly door?: Partial<DoorSettings>
   readonly registry?: Partial<Omit<TaskRegistryConfig, "acceptance">>
   readonly runner?: Partial<TaskRunnerConfig>
@@ -37,7 +39,7 @@ export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options
 /** A whole session: services, a listening door, and the identity it advertises. */
 export const SessionLive = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions = {}) => {
   const settings: DoorSettings = { ...defaultDoorSettings, ...options.door }
-  const identity = SessionIdentity.layer({ url: boundUrl, streaming: settings.acceptance !== "none" })
+  const identity = SessionIdentity.layer({ url: boundUrl, streaming: settings.acceptance !== "none", sessionId: options.sessionId })
   return DoorLive.pipe(
     Layer.provideMerge(identity),
     Layer.provideMerge(servicesLayer(capsule, options)),

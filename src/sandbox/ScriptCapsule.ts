@@ -50,7 +50,8 @@ export const ScriptCapsule = {
                 }
               }).pipe(
                 Effect.provideService(Sandbox, sandbox),
-                Effect.mapError((error) => new CapsuleFailure({ message: error.message }))
+                // A timed-out request-input traps the guest; the task fails `input-timeout`, as in the reference.
+                Effect.mapError((error) => new CapsuleFailure({ message: timedOut ? "input-timeout" : error.message }))
               )
               // The reference fails a task whose input request timed out, whatever the capsule did next.
               if (timedOut) return yield* new CapsuleFailure({ message: "input-timeout" })

@@ -17,13 +17,18 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   readonly cardJson: string
 }>() {
   /** `url` is the door's address once bound; `streaming` is false when no task can start. */
-  static readonly layer = <R>(options: { readonly url: Effect.Effect<string, never, R>; readonly streaming: boolean }) =>
+  static readonly layer = <R>(options: {
+    readonly url: Effect.Effect<string, never, R>
+    readonly streaming: boolean
+    /** The session's id when it was minted earlier (e.g. to name the workdir); else a new one. */
+    readonly sessionId?: string | undefined
+  }) =>
     Layer.effect(
       SessionIdentity,
       Effect.gen(function*() {
         const capsule = yield* Capsule
         const url = yield* options.url
-        const sessionId = mintId("ses")
+        const sessionId = options.sessionId ?? mintId("ses")
         const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming })
         return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(card) })
       })
