@@ -13,6 +13,7 @@ import { transpile } from "@bytecodealliance/jco"
 import { Context, Effect, Either, Layer } from "effect"
 import { type ComponentWorld, readWorld, unsupported } from "./ComponentWorld.js"
 import type { LoadedGuest } from "./GuestJob.js"
+import { instrumentGrow } from "./GrowProbe.js"
 import { capCoreModule } from "./MemoryCap.js"
 import { SandboxError } from "./SandboxError.js"
 
@@ -98,7 +99,10 @@ const makeCache = (config: ComponentCacheConfig) => {
         const reason = capped.left.reason === "MemoryLimit" || capped.left.reason === "TableLimit" ? capped.left.reason : "InvalidComponent"
         throw new SandboxError({ reason, message: capped.left.message })
       }
-      modules[name] = await WebAssembly.compile(capped.right as Uint8Array<ArrayBuffer>)
+      // Records a growth the cap refuses, so the failure can be worded exactly; a module the
+      // probe cannot rewrite (memory64, unknown opcodes) still runs capped, judged by evidence.
+      const probed = Either.getOrElse(instrumentGrow(capped.right), () => capped.right)
+      modules[name] = await WebAssembly.compile(probed as Uint8Array<ArrayBuffer>)
     }
     return { jsUrl: pathToFileURL(join(directory, "component.js")).href, modules }
   }

@@ -4,6 +4,7 @@
  * plain grant data, a `MessagePort` and a `SharedArrayBuffer` for blocking host calls.
  */
 import type { MessagePort } from "node:worker_threads"
+import type { MemoryState } from "./MemoryVerdict.js"
 import type { NetworkRule } from "./NetworkPolicy.js"
 
 /** A transpiled component: its JS glue on disk (imported by file URL) and its compiled core modules. */
@@ -83,4 +84,4 @@ export type WorkerMessage =
   | { readonly type: "toolStart"; readonly name: string; readonly deadlineMs: number }
   | { readonly type: "toolEnd"; readonly name: string }
   | { readonly type: "done"; readonly result?: ToolResultData | undefined }
-  | { readonly type: "failed"; readonly reason: FailureReason; readonly message: string; readonly memoryBytes: number }
+  | { readonly type: "failed"; readonly reason: FailureReason; readonly message: string; readonly memory: MemoryState }

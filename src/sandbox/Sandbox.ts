@@ -206,8 +206,8 @@ const makeSandbox = (config: SandboxConfig) => {
             return { result: message.result, stderr: stderr.get() } satisfies GuestOutcome
           case "failed":
             if (message.reason !== "Trap") return yield* failure(message.reason, message.message)
-            if (isMemoryLimit(message.memoryBytes, job.grant.memoryBytes, stderr.get())) {
-              return yield* failure("MemoryLimit", limitMessage(job.role, capMessage(message.memoryBytes, job.grant.memoryBytes, stderr.get())))
+            if (isMemoryLimit(message.memory, job.grant.memoryBytes, stderr.get())) {
+              return yield* failure("MemoryLimit", limitMessage(job.role, capMessage(message.memory, job.grant.memoryBytes, stderr.get())))
             }
             return yield* failure("Trap", trapMessage(job.role, message.message))
           case "error":

@@ -1,8 +1,8 @@
 /**
  * Skipping over the parts of a core module's type and constant-expression encodings that sit
  * between the limits `MemoryCap` rewrites: value and reference types (including the GC and
- * function-references forms) and table initializers. Anything unrecognized throws
- * `WasmUnsupported` rather than being guessed past.
+ * function-references forms), table initializers and type section entries (for GrowProbe).
+ * Anything unrecognized throws `WasmUnsupported` rather than being guessed past.
  */
 import { hex, type WasmReader, WasmUnsupported } from "./WasmReader.js"
 
@@ -98,4 +98,31 @@ const skipGcConst = (reader: WasmReader): void => {
     default:
       throw new WasmUnsupported(`GC instruction 0xfb ${sub} in a table initializer is not supported`)
   }
+}
+
+/** A type section entry outside a rec group: `sub`/`sub final` with supertypes, or a bare func, struct or array type. */
+export const skipSubType = (reader: WasmReader): void => {
+  const form = reader.peek()
+  if (form === 0x50 || form === 0x4f) { // sub, sub final: supertypes, then the composite type
+    reader.u8()
+    for (let n = reader.u32(); n > 0; n--) reader.u32()
+  }
+  const kind = reader.u8()
+  if (kind === 0x60) { // func: params, results
+    for (let n = reader.u32(); n > 0; n--) skipValType(reader)
+    for (let n = reader.u32(); n > 0; n--) skipValType(reader)
+  } else if (kind === 0x5f) { // struct
+    for (let n = reader.u32(); n > 0; n--) skipFieldType(reader)
+  } else if (kind === 0x5e) { // array
+    skipFieldType(reader)
+  } else {
+    throw new WasmUnsupported(`type form 0x${hex(kind)} is not supported`)
+  }
+}
+
+const skipFieldType = (reader: WasmReader): void => {
+  const byte = reader.peek()
+  if (byte === 0x77 || byte === 0x78) reader.u8() // packed i16, i8
+  else skipValType(reader)
+  reader.u8() // mutability
 }

@@ -143,8 +143,10 @@ describe("run: limits and failures", () => {
     expect(run.code).toBe(1)
     const error = exitEvent(run).error
     expect(error.code).toBe("E-RUN-001")
-    expect(error.message).toContain("capsule execution exceeded its configured resource limits")
-    expect(error.message).toContain("capabilities.limits.memory_bytes (16777216)")
+    // 1 page + 128 pages held, the next 8 MiB (128 pages) refused: 257 pages > 256.
+    expect(error.message).toBe(
+      "capsule execution exceeded its configured resource limits: linear memory growth to 16842752 bytes exceeds capabilities.limits.memory_bytes (16777216)"
+    )
   })
 
   it("reports a trap with the guest's stderr, which never reaches the host's own output", async () => {

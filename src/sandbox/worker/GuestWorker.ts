@@ -9,7 +9,8 @@ import { workerData } from "node:worker_threads"
 import type { FailureReason, GuestJob, LoadedGuest, ToolInputData, ToolResultData } from "../GuestJob.js"
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
-import { capMessage, nearCap } from "../MemoryVerdict.js"
+import { GROW_FAILED_EXPORT } from "../GrowProbe.js"
+import { capMessage, isMemoryLimit, type MemoryState } from "../MemoryVerdict.js"
 import { GuestExit, wasiImports } from "./WasiImports.js"
 
 const job = workerData as GuestJob
@@ -21,22 +22,46 @@ class Failure extends Error {
   }
 }
 
-/** Memories of every core instance, to tell a memory-cap trap from any other. */
-const memories: Array<WebAssembly.Memory> = []
+/**
+ * What each core instance exposes about its memory: the memory itself and the grow probe that
+ * ComponentCache instruments in (`__murmur_grow_failed`: pages of the last refused growth).
+ */
+interface MemoryWatch {
+  readonly memory: WebAssembly.Memory
+  readonly failedGrow: WebAssembly.Global | undefined
+}
+
+/** Instances created for the run so far; a nested tool call collects its own. */
+let watches: Array<MemoryWatch> = []
 
 const instantiateCore = (module: WebAssembly.Module, imports: WebAssembly.Imports) => {
   const instance = new WebAssembly.Instance(module, imports)
-  for (const value of Object.values(instance.exports)) if (value instanceof WebAssembly.Memory) memories.push(value)
+  const probe = instance.exports[GROW_FAILED_EXPORT]
+  for (const value of Object.values(instance.exports)) {
+    if (value instanceof WebAssembly.Memory) {
+      watches.push({ memory: value, failedGrow: probe instanceof WebAssembly.Global ? probe : undefined })
+    }
+  }
   return instance
+}
+
+/** How the guest's memory stood when it failed: in use, and what growth was refused (if any). */
+const memoryState = (of: ReadonlyArray<MemoryWatch>): MemoryState => {
+  let used = 0
+  let refused: number | undefined
+  for (const watch of of) {
+    const size = watch.memory.buffer.byteLength
+    used = Math.max(used, size)
+    const pages = watch.failedGrow === undefined ? 0 : (watch.failedGrow.value as number) >>> 0
+    if (pages > 0) refused = Math.max(refused ?? 0, size + pages * 65_536)
+  }
+  return { used, refusedGrowthTo: refused }
 }
 
 const classify = (error: unknown): Failure => {
   if (error instanceof Failure) return error
   return new Failure("Trap", error instanceof Error ? error.message : String(error))
 }
-
-/** The largest linear memory in use (the main thread tells a memory-cap trap from others). */
-const memoryInUse = () => memories.reduce((most, memory) => Math.max(most, memory.buffer.byteLength), 0)
 
 const sinks = {
   stdout: (bytes: Uint8Array) => channel.post({ type: "stdout", bytes }),
@@ -77,6 +102,8 @@ const normalizeResult = (result: any): ToolResultData => ({
 const runTool = (name: string, input: ToolInputData): ToolResultData => {
   const tool = job.tools[name]!
   channel.post({ type: "toolStart", name, deadlineMs: tool.deadlineMs })
+  const outer = watches
+  watches = []
   try {
     const imports = { ...wasiImports(tool.grant, sinks), ...toolMurmurImports(job, channel) }
     let run: any
@@ -91,14 +118,15 @@ const runTool = (name: string, input: ToolInputData): ToolResultData => {
     } catch (error) {
       if (error instanceof HostTrap && !error.message.startsWith("request-input")) throw error
       const failure = classify(error)
-      const used = memoryInUse()
+      const memory = memoryState(watches)
       throw new Error(
-        nearCap(used, tool.grant.memoryBytes)
-          ? `tool '${name}' exceeded its configured resource limits: ${capMessage(used, tool.grant.memoryBytes)}`
+        isMemoryLimit(memory, tool.grant.memoryBytes)
+          ? `tool '${name}' exceeded its configured resource limits: ${capMessage(memory, tool.grant.memoryBytes)}`
           : `tool '${name}' trapped: ${failure.message}`
       )
     }
   } finally {
+    watches = outer
     channel.post({ type: "toolEnd", name })
   }
 }
@@ -129,5 +157,5 @@ const main = async () => {
 
 main().catch((error) => {
   const failure = classify(error)
-  channel.post({ type: "failed", reason: failure.reason, message: failure.message, memoryBytes: memoryInUse() })
+  channel.post({ type: "failed", reason: failure.reason, message: failure.message, memory: memoryState(watches) })
 })
