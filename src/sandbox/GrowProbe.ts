@@ -17,6 +17,7 @@
  * export) are inserted in their place. A module with no memory 0, no `memory.grow 0`, or a 64-bit
  * memory 0 (whose grow takes an i64; not instrumented) is returned as the same array.
  */
+import { GROW_FAILED_EXPORT } from "./GrowFailedExport.js"
 import { Either, Schema } from "effect"
 import { leb32, scanBody, type GrowSite } from "./WasmCode.js"
 import { concatBytes, encodeUleb, hex, WasmMalformed, WasmReader, WasmUnsupported } from "./WasmReader.js"
@@ -28,7 +29,6 @@ export class GrowProbeError extends Schema.TaggedError<GrowProbeError>()("GrowPr
 }) {}
 
 /** Name of the exported global holding the delta (pages) of the last failed grow; 0 if none. */
-export const GROW_FAILED_EXPORT = "__murmur_grow_failed"
 
 const EXPORT_NAME = new TextEncoder().encode(GROW_FAILED_EXPORT)
 const MAGIC = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]

@@ -8,6 +8,7 @@
  * request host is only lowercased (it is compared byte for byte, with no DNS and no wildcards).
  */
 import { Either, Option, Schema } from "effect"
+import { allows, defaultPort, type RequestTarget, requestTarget, splitHostPort } from "./NetworkMatch.js"
 
 export const NetworkRule = Schema.Struct({
   scheme: Schema.optional(Schema.Literal("http", "https")),
@@ -27,24 +28,6 @@ export class NetworkRuleError extends Schema.TaggedError<NetworkRuleError>()("Ne
     return `invalid network capability allow entry '${this.entry}': ${this.reason}`
   }
 }
-
-/** Where a request goes, as the matcher sees it. `port` is unset only for a non-http(s) scheme. */
-export interface RequestTarget {
-  readonly scheme: string
-  readonly host: string
-  readonly port: number | undefined
-}
-
-/** An outgoing request's scheme and authority as the guest set them. */
-export interface OutgoingRequest {
-  readonly scheme?: string | undefined
-  readonly authority?: string | undefined
-  /** Decides the scheme when the request names none (`https` with TLS, else `http`). */
-  readonly useTls?: boolean | undefined
-}
-
-export const defaultPort = (scheme: string): number | undefined =>
-  scheme === "http" ? 80 : scheme === "https" ? 443 : undefined
 
 export const parseAllowRule = (entry: string): Either.Either<NetworkRule, NetworkRuleError> => {
   const trimmed = entry.trim()
@@ -114,63 +97,6 @@ const whyInvalid = (input: string): string => {
   return /^[0-9]/.test(lastLabel) ? "invalid IPv4 address" : "invalid domain character"
 }
 
-/** `host[:port]` without userinfo; an IP literal keeps its brackets, text after `]` is the port part. */
-const splitHostPort = (hostPort: string): { readonly host: string; readonly port: string | undefined } => {
-  if (hostPort.startsWith("[")) {
-    const close = hostPort.indexOf("]")
-    if (close < 0) return { host: hostPort, port: undefined }
-    const after = hostPort.slice(close + 1)
-    return { host: hostPort.slice(0, close + 1), port: after === "" ? undefined : after.replace(/^:/, "") }
-  }
-  const colon = hostPort.indexOf(":")
-  return colon < 0
-    ? { host: hostPort, port: undefined }
-    : { host: hostPort.slice(0, colon), port: hostPort.slice(colon + 1) }
-}
-
-/**
- * Splits an outgoing request into what the matcher compares. No authority means no target, and
- * the request is denied. The port is the explicit one, else the scheme's default.
- */
-export const requestTarget = (request: OutgoingRequest): Option.Option<RequestTarget> => {
-  const authority = request.authority
-  if (authority === undefined || authority === "") return Option.none()
-  const scheme = request.scheme === undefined || request.scheme === ""
-    ? (request.useTls === true ? "https" : "http")
-    : request.scheme.toLowerCase()
-  return Option.some({
-    scheme,
-    host: authorityHost(authority).toLowerCase(),
-    port: authorityPort(authority) ?? defaultPort(scheme)
-  })
-}
-
-/** The host of `[userinfo@]host[:port]`; an IP literal keeps its brackets. */
-const authorityHost = (authority: string): string => splitHostPort(authority.slice(authority.lastIndexOf("@") + 1)).host
-
-/** The digits after the last `:`, when they form a u16. */
-const authorityPort = (authority: string): number | undefined => {
-  const colon = authority.lastIndexOf(":")
-  if (colon < 0) return undefined
-  const digits = authority.slice(colon + 1)
-  if (!/^\+?[0-9]+$/.test(digits)) return undefined
-  const port = Number(digits)
-  return port <= 65535 ? port : undefined
-}
-
-/** Host byte-equal; the rule's scheme and port, when set, equal the target's. */
-export const ruleMatches = (rule: NetworkRule, target: RequestTarget): boolean =>
-  rule.host === target.host &&
-  (rule.scheme === undefined || rule.scheme === target.scheme) &&
-  (rule.port === undefined || rule.port === target.port)
-
-export const allows = (rules: ReadonlyArray<NetworkRule>, target: RequestTarget): boolean =>
-  rules.some((rule) => ruleMatches(rule, target))
-
-/** The outgoing-handler check: `false` means answer `HTTP-request-denied`. */
-export const matchRequest = (rules: ReadonlyArray<NetworkRule>, request: OutgoingRequest): boolean =>
-  Option.match(requestTarget(request), { onNone: () => false, onSome: (target) => allows(rules, target) })
-
 /**
  * Whether the ceiling rule already permits everything `narrower` permits. An unset scheme or port
  * on the ceiling is a wildcard; on `narrower` it is broader than any set one, so a bare host is not
@@ -235,7 +161,7 @@ export const peerUrlTarget = (peerUrl: string): Either.Either<RequestTarget, str
   if (!/^[A-Za-z0-9\-._~!$&'()*+,;=:@[\]%]*$/.test(authority)) return invalid("invalid uri character")
   const { port } = splitHostPort(authority.slice(authority.lastIndexOf("@") + 1))
   if (port !== undefined && !/^[0-9]*$/.test(port)) return invalid("invalid port number")
-  return Option.match(requestTarget({ scheme, authority }), {
+  return Option.match(Option.fromNullable(requestTarget({ scheme, authority })), {
     onNone: () => invalid(),
     onSome: (target) => Either.right(target)
   })

@@ -9,7 +9,7 @@ import { workerData } from "node:worker_threads"
 import type { FailureReason, GuestJob, LoadedGuest, ToolInputData, ToolResultData } from "../GuestJob.js"
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
-import { GROW_FAILED_EXPORT } from "../GrowProbe.js"
+import { GROW_FAILED_EXPORT } from "../GrowFailedExport.js"
 import { capMessage, isMemoryLimit, type MemoryState } from "../MemoryVerdict.js"
 import { GuestExit, wasiImports } from "./WasiImports.js"
 

@@ -14,7 +14,7 @@ import * as shimClocks from "@bytecodealliance/preview2-shim/clocks"
 import * as shimFilesystem from "@bytecodealliance/preview2-shim/filesystem"
 import * as shimHttp from "@bytecodealliance/preview2-shim/http"
 import type { GuestGrant } from "../GuestJob.js"
-import { matchRequest } from "../NetworkPolicy.js"
+import { matchRequest } from "../NetworkMatch.js"
 
 /** Thrown by `wasi:cli/exit`: the guest asked to stop. */
 export class GuestExit extends Error {
