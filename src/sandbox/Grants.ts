@@ -52,7 +52,7 @@ export const capsuleGrant = (context: GrantContext): Either.Either<Granted, Proj
   Either.map(ceilingRules(context.manifest), (network) => {
     const { env, warnings } = envFor(context, undefined)
     const limits = effectiveLimits(context.manifest.capabilities)
-    return { grant: { preopen: context.workdir, env, network, memoryBytes: limits.memoryBytes }, warnings }
+    return { grant: { preopen: context.workdir, env, network, memoryBytes: limits.memoryBytes, instances: limits.instances }, warnings }
   })
 
 export const toolGrant = (context: GrantContext, entry: ArtifactEntry): Either.Either<Granted, ProjectError> =>
@@ -69,7 +69,7 @@ export const toolGrant = (context: GrantContext, entry: ArtifactEntry): Either.E
     const { env, warnings } = envFor(context, entry)
     const limits = effectiveLimits(context.manifest.capabilities)
     return {
-      grant: { preopen, env, network: narrowed.rules, memoryBytes: limits.memoryBytes },
+      grant: { preopen, env, network: narrowed.rules, memoryBytes: limits.memoryBytes, instances: limits.instances },
       warnings: [...narrowed.warnings, ...warnings]
     }
   })

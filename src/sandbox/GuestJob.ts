@@ -22,6 +22,8 @@ export interface GuestGrant {
   readonly network: ReadonlyArray<NetworkRule>
   /** Linear-memory cap in bytes (already patched into the modules; used to classify traps). */
   readonly memoryBytes: number
+  /** Most core instances one instantiation may create (`capabilities.limits.instances`). */
+  readonly instances: number
 }
 
 export interface ToolGuest {
@@ -75,7 +77,7 @@ export type HostCall =
 
 export type HostReply = { readonly ok: unknown } | { readonly err: string } | { readonly trap: string }
 
-export type FailureReason = "Trap" | "Instantiate" | "MissingExport"
+export type FailureReason = "Trap" | "Instantiate" | "InstanceLimit" | "MissingExport"
 
 export type WorkerMessage =
   | { readonly type: "stdout" | "stderr"; readonly bytes: Uint8Array }

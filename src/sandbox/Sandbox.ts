@@ -205,6 +205,7 @@ const makeSandbox = (config: SandboxConfig) => {
           case "done":
             return { result: message.result, stderr: stderr.get() } satisfies GuestOutcome
           case "failed":
+            if (message.reason === "InstanceLimit") return yield* failure("InstanceLimit", limitMessage(job.role, message.message))
             if (message.reason !== "Trap") return yield* failure(message.reason, message.message)
             if (isMemoryLimit(message.memory, job.grant.memoryBytes, stderr.get())) {
               return yield* failure("MemoryLimit", limitMessage(job.role, capMessage(message.memory, job.grant.memoryBytes, stderr.get())))

@@ -10,6 +10,7 @@ export const SandboxFailure = Schema.Literal(
   "Deadline",
   "MemoryLimit",
   "TableLimit",
+  "InstanceLimit",
   "Instantiate",
   "VersionMismatch",
   "DeniedImport",

@@ -149,6 +149,15 @@ describe("run: limits and failures", () => {
     )
   })
 
+  it("refuses more core instances than capabilities.limits.instances", async () => {
+    const dir = await makeCapsuleDir({ capsule: "capsule-env-echo", capabilities: "  limits:\n    instances: 1\n" })
+    const run = await runCli(["run", dir, "--json"])
+    expect(run.code).toBe(1)
+    expect(exitEvent(run).error.message).toBe(
+      "capsule execution exceeded its configured resource limits: instance count 2 exceeds capabilities.limits.instances (1)"
+    )
+  })
+
   it("reports a trap with the guest's stderr, which never reaches the host's own output", async () => {
     const dir = await makeCapsuleDir({ capsule: "capsule-trap" })
     const run = await runCli(["run", dir, "--json"])

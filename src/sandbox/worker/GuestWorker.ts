@@ -31,10 +31,14 @@ interface MemoryWatch {
   readonly failedGrow: WebAssembly.Global | undefined
 }
 
-/** Instances created for the run so far; a nested tool call collects its own. */
+/** Instances created for the run so far; a nested tool call (its own store) collects its own. */
 let watches: Array<MemoryWatch> = []
+let instances = { count: 0, limit: job.grant.instances }
 
 const instantiateCore = (module: WebAssembly.Module, imports: WebAssembly.Imports) => {
+  if (++instances.count > instances.limit) {
+    throw new Failure("InstanceLimit", `instance count ${instances.count} exceeds capabilities.limits.instances (${instances.limit})`)
+  }
   const instance = new WebAssembly.Instance(module, imports)
   const probe = instance.exports[GROW_FAILED_EXPORT]
   for (const value of Object.values(instance.exports)) {
@@ -103,14 +107,18 @@ const runTool = (name: string, input: ToolInputData): ToolResultData => {
   const tool = job.tools[name]!
   channel.post({ type: "toolStart", name, deadlineMs: tool.deadlineMs })
   const outer = watches
+  const outerInstances = instances
   watches = []
+  instances = { count: 0, limit: tool.grant.instances }
   try {
     const imports = { ...wasiImports(tool.grant, sinks), ...toolMurmurImports(job, channel) }
     let run: any
     try {
       run = instantiate(tool.guest, imports, "tool").run
     } catch (error) {
-      if (error instanceof Failure) throw new Error(error.message)
+      if (error instanceof Failure) {
+        throw new Error(error.reason === "InstanceLimit" ? `tool '${name}' exceeded its configured resource limits: ${error.message}` : error.message)
+      }
       throw new Error(`tool '${name}' trapped: ${error instanceof Error ? error.message : String(error)}`)
     }
     try {
@@ -127,6 +135,7 @@ const runTool = (name: string, input: ToolInputData): ToolResultData => {
     }
   } finally {
     watches = outer
+    instances = outerInstances
     channel.post({ type: "toolEnd", name })
   }
 }
