@@ -37,7 +37,9 @@ const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; r
   "capsule-calls-tool": { imports: [TOOL_RUN, INVOKE], exports: [CAPSULE_RUN] },
   "capsule-bad-version": { imports: [], exports: ["murmur:capsule/run@0.2.0"] },
   "tool-bad-import": { imports: [TOOL_RUN, "murmur:tool-registry/invoke@0.9.0"], exports: [TOOL_RUN] },
-  "capsule-trap": { imports: [], exports: [CAPSULE_RUN] }
+  "capsule-trap": { imports: [], exports: [CAPSULE_RUN] },
+  "capsule-send-message": { imports: ["murmur:message/send@0.1.0"], exports: [CAPSULE_RUN] },
+  "capsule-manage": { imports: ["murmur:artifact-manager/manage@0.1.0"], exports: [CAPSULE_RUN] }
 }
 
 const murmur = (names: ReadonlyArray<string>) => names.filter((n) => n.startsWith("murmur:")).sort()

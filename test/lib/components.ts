@@ -114,6 +114,20 @@ export const fixtures = {
     behaviour: "invokes env TOOL_NAME with data env TOOL_DATA; writes result data (else summary, else \"\") or the err " +
       "to ./out/result.txt"
   },
+  "capsule-send-message": {
+    kind: "js",
+    source: "js/capsule-send-message.js",
+    world: "capsule-send-message",
+    behaviour: "message/send(env PEER_URL, {messageId \"capsule-send-message-1\", contextId none, text env MESSAGE_TEXT}); " +
+      "writes ok:<task-id>:<context-id>:<state> or err:<the err string> to ./out/result.txt"
+  },
+  "capsule-manage": {
+    kind: "js",
+    source: "js/capsule-manage.js",
+    world: "capsule-manage",
+    behaviour: "artifact-manager list(), describe(\"echo-tool\"), describe(\"nope\"), search(\"x\"), remove(\"x\"), " +
+      "diagnostics(); writes one line per call (JSON of the value or err:<string>) to ./out/result.txt"
+  },
   "capsule-bad-version": {
     kind: "wat",
     source: "wat/capsule-bad-version.wat",
