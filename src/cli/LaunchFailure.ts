@@ -3,7 +3,10 @@
  * `exit` JSON event as the last stdout line with `--json`), and exit status 1.
  */
 import { Console, Effect } from "effect"
-import { exitWith } from "./Exit.js"
+import { HostEnvironment, SandboxLive } from "../layers/Host.js"
+import type { ProjectError } from "../sandbox/ProjectError.js"
+import type { SandboxError } from "../sandbox/SandboxError.js"
+import { type ExitStatus, exitWith } from "./Exit.js"
 
 export const reportLaunchFailure = (code: string, message: string, json: boolean, workdir?: string, stderr?: string) =>
   Effect.gen(function*() {
@@ -21,3 +24,17 @@ export const reportLaunchFailure = (code: string, message: string, json: boolean
     }
     return yield* exitWith(1)
   })
+
+/**
+ * Runs a command that launches a capsule from a directory: the sandbox and the host's
+ * environment provided, and a capsule that cannot launch reported as above.
+ */
+export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | SandboxError | ExitStatus, R>, json: boolean) =>
+  effect.pipe(
+    Effect.catchTags({
+      ProjectError: (error) => reportLaunchFailure(error.code, error.message, json),
+      SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, json)
+    }),
+    Effect.provide(SandboxLive),
+    Effect.provide(HostEnvironment.layer)
+  )

@@ -5,11 +5,11 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { HostEnvironment, SandboxLive } from "../layers/Host.js"
+import { HostEnvironment } from "../layers/Host.js"
 import { loadProject } from "../sandbox/CapsuleProject.js"
 import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
-import { reportLaunchFailure } from "./LaunchFailure.js"
+import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
 const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir (default <dir>/workdir/<session>)"), Options.optional)
@@ -35,11 +35,4 @@ export const runCommand = Command.make("run", { dir, workdir, json }, (options) 
     }
     if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir }))
     else yield* Console.log(`status:  ok\nworkdir: ${prepared.workdir}`)
-  }).pipe(
-    Effect.catchTags({
-      ProjectError: (error) => reportLaunchFailure(error.code, error.message, options.json),
-      SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, options.json)
-    }),
-    Effect.provide(SandboxLive),
-    Effect.provide(HostEnvironment.layer)
-  )).pipe(Command.withDescription("Run a script capsule once"))
+  }).pipe((effect) => launching(effect, options.json))).pipe(Command.withDescription("Run a script capsule once"))

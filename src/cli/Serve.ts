@@ -4,15 +4,16 @@
  * the workdir). With `--json`, stdout carries exactly one line once the door listens.
  */
 import { Args, Command, Options } from "@effect/cli"
+import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Layer, Option } from "effect"
-import { HostEnvironment, SandboxLive } from "../layers/Host.js"
+import { HostEnvironment } from "../layers/Host.js"
 import { ScriptedSessionLive, SessionLive, type SessionOptions } from "../layers/Main.js"
 import { loadProject } from "../sandbox/CapsuleProject.js"
 import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
 import { prepareScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
-import { reportLaunchFailure } from "./LaunchFailure.js"
+import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A script capsule directory"), Args.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
@@ -55,8 +56,14 @@ export const serveCommand = Command.make(
       door: { host: options.host, port: options.port, acceptance: options.acceptance, maxBodyBytes: options.maxBody },
       registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain }
     }
+    const bindFailure = (error: ServeError) =>
+      reportLaunchFailure(
+        "E-RUN-010",
+        `cannot listen on ${options.host}:${options.port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`,
+        options.json
+      )
     if (Option.isNone(options.dir)) {
-      return announce(options.json, {}).pipe(Effect.provide(Layer.fresh(ScriptedSessionLive(session))))
+      return announce(options.json, {}).pipe(Effect.provide(Layer.fresh(ScriptedSessionLive(session))), Effect.catchTag("ServeError", bindFailure))
     }
     const directory = options.dir.value
     return Effect.gen(function*() {
@@ -70,14 +77,10 @@ export const serveCommand = Command.make(
         registry: { ...session.registry, maxActive: 1 },
         runner: { inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
       })
-      return yield* announce(options.json, { workdir: prepared.workdir }).pipe(Effect.provide(Layer.fresh(layer)))
-    }).pipe(
-      Effect.catchTags({
-        ProjectError: (error) => reportLaunchFailure(error.code, error.message, options.json),
-        SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, options.json)
-      }),
-      Effect.provide(SandboxLive),
-      Effect.provide(HostEnvironment.layer)
-    )
+      return yield* announce(options.json, { workdir: prepared.workdir }).pipe(
+        Effect.provide(Layer.fresh(layer)),
+        Effect.catchTag("ServeError", bindFailure)
+      )
+    }).pipe((effect) => launching(effect, options.json))
   }
 ).pipe(Command.withDescription("Serve a capsule over the A2A door (the embedded scripted capsule without a directory)"))
