@@ -3,6 +3,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
+import { createServer } from "node:net"
+import type { AddressInfo } from "node:net"
 import { createInterface } from "node:readline"
 import { afterEach, describe, expect, it } from "vitest"
 import { a2aMessage, collect, openStream, rpc, sleep, waitForState } from "./lib/Door.js"
@@ -75,6 +77,21 @@ describe("node dist/main.js serve", () => {
       expect(running.stdoutLines).toHaveLength(1)
     })
   }
+
+  it("a port already in use is a clear failure with exit 1, not a crash", async () => {
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve))
+    const { port } = blocker.address() as AddressInfo
+    const child = spawn(process.execPath, [main, "serve", "--port", String(port), "--json"], { stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    child.stdout!.on("data", (chunk) => (stdout += chunk))
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve))
+    blocker.close()
+    expect(code).toBe(1)
+    const event = JSON.parse(stdout.trim().split("\n").at(-1)!)
+    expect(event).toMatchObject({ event: "exit", status: "failed", error: { code: "E-RUN-010" } })
+    expect(event.error.message).toContain(`127.0.0.1:${port}`)
+  })
 
   it("refuses a bad option with a usage error and a non-zero exit", async () => {
     const child = spawn(process.execPath, [main, "serve", "--task-acceptance", "sometimes"], { stdio: ["ignore", "pipe", "pipe"] })
