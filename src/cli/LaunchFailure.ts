@@ -29,12 +29,12 @@ export const reportLaunchFailure = (code: string, message: string, json: boolean
  * Runs a command that launches a capsule from a directory: the sandbox and the host's
  * environment provided, and a capsule that cannot launch reported as above.
  */
-export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | SandboxError | ExitStatus, R>, json: boolean) =>
+export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | SandboxError | ExitStatus, R>, json: boolean, prestart = 0) =>
   effect.pipe(
     Effect.catchTags({
       ProjectError: (error) => reportLaunchFailure(error.code, error.message, json),
       SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, json)
     }),
-    Effect.provide(SandboxLive),
+    Effect.provide(SandboxLive(prestart)),
     Effect.provide(HostEnvironment.layer)
   )

@@ -81,6 +81,6 @@ export const serveCommand = Command.make(
         Effect.provide(Layer.fresh(layer)),
         Effect.catchTag("ServeError", bindFailure)
       )
-    }).pipe((effect) => launching(effect, options.json))
+    }).pipe((effect) => launching(effect, options.json, 1))
   }
 ).pipe(Command.withDescription("Serve a capsule over the A2A door (the embedded scripted capsule without a directory)"))

@@ -20,7 +20,11 @@ export class HostEnvironment extends Context.Tag("capsule-runtime/layers/HostEnv
   })
 }
 
-/** The component cache and the worker sandbox, on the host's cache directory. */
-export const SandboxLive = Layer.unwrapEffect(
-  Effect.map(HostEnvironment, (host) => Layer.merge(ComponentCache.layer({ directory: host.cacheDirectory }), Sandbox.layer()))
-)
+/**
+ * The component cache and the worker sandbox, on the host's cache directory. A long-lived
+ * session keeps `prestart` workers booted ahead of its runs; a one-shot run keeps none.
+ */
+export const SandboxLive = (prestart = 0) =>
+  Layer.unwrapEffect(
+    Effect.map(HostEnvironment, (host) => Layer.merge(ComponentCache.layer({ directory: host.cacheDirectory }), Sandbox.layer({ prestart })))
+  )

@@ -71,7 +71,7 @@ const serveScript = async (
   }
   cleanups.push(close)
   const host = Layer.succeed(HostEnvironment, { env, cacheDirectory })
-  const sandboxContext = await Effect.runPromise(Layer.buildWithScope(SandboxLive.pipe(Layer.provide(host)), scope))
+  const sandboxContext = await Effect.runPromise(Layer.buildWithScope(SandboxLive(1).pipe(Layer.provide(host)), scope))
   const prepared = await Effect.runPromise(
     loadProject(dir).pipe(
       Effect.flatMap((project) => prepareScript(project, { sessionId: mintId("ses"), hostEnv: env })),

@@ -5,7 +5,7 @@
  * how cancel, deadlines and shutdown end it at any moment.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { workerData } from "node:worker_threads"
+import { parentPort } from "node:worker_threads"
 import type { FailureReason, GuestJob, LoadedGuest, ToolInputData, ToolResultData } from "../GuestJob.js"
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
@@ -13,7 +13,8 @@ import { GROW_FAILED_EXPORT } from "../GrowFailedExport.js"
 import { capMessage, isMemoryLimit, type MemoryState } from "../MemoryVerdict.js"
 import { GuestExit, wasiImports } from "./WasiImports.js"
 
-const job = workerData as GuestJob
+// The imports above load while the worker waits in the pool; the job arrives when a run takes it.
+const job: GuestJob = await new Promise((resolve) => parentPort!.once("message", (message: { readonly job: GuestJob }) => resolve(message.job)))
 const channel: Channel = makeChannel(job.rpc)
 
 class Failure extends Error {
