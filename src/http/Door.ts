@@ -6,9 +6,9 @@
  * instead of holding the server open.
  */
 import { createServer } from "node:http"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer, Scope } from "effect"
 import { EventLog } from "../services/EventLog.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
@@ -55,7 +55,13 @@ export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
   const runner = yield* TaskRunner
   const log = yield* EventLog
   // Served by NodeDoorAdapter (see doorServerLayer): no per-request span, scope or middleware.
-  yield* HttpServer.serveEffect()(router)
+  // The router needs nothing but the request (its services were taken when it was built; the
+  // annotation keeps it so), so it is served from a context holding only the serving scope:
+  // each request's context is then one entry, not a copy of the session's (docs/benchmarks.md).
+  const app: HttpApp.Default<unknown, never> = router
+  const server = yield* HttpServer.HttpServer
+  const scope = yield* Effect.scope
+  yield* server.serve(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => Context.make(Scope.Scope, scope)))
   yield* Effect.addFinalizer(() =>
     registry.close().pipe(
       Effect.zipRight(runner.stop()),

@@ -162,14 +162,15 @@ const abandon = (res: ServerResponse, status: number) => {
   res.end()
 }
 
-/** Writes a stream body chunk by chunk, corked, waiting for `drain` whenever Node's buffer is full. */
+/**
+ * Writes a stream body one Effect chunk at a time (a chunk of several pieces as one write, so one
+ * HTTP chunk and one syscall), waiting for `drain` whenever Node's buffer is full (backpressure).
+ */
 const writeStream = (res: ServerResponse, stream: Stream.Stream<Uint8Array, unknown>) =>
   Stream.runForEachChunk(stream, (chunk) => {
-    if (Chunk.isEmpty(chunk)) return Effect.void
-    let ok = true
-    res.cork()
-    for (const bytes of chunk) ok = res.write(bytes)
-    res.uncork()
+    const size = Chunk.size(chunk)
+    if (size === 0) return Effect.void
+    const ok = res.write(size === 1 ? Chunk.unsafeHead(chunk) : Buffer.concat(Chunk.toReadonlyArray(chunk)))
     if (ok || res.destroyed) return Effect.void
     return Effect.async<void>((resume) => {
       const go = () => {
@@ -219,7 +220,12 @@ export const serve = <E, R>(
 export const makeHandler = <E, R>(app: HttpApp.Default<E, R>, runtime: Runtime.Runtime<unknown>) => {
   // Handlers get no per-request scope: take the server's out so nothing borrows it by accident.
   const base = Context.omit(Scope.Scope)(runtime.context) as Context.Context<unknown>
-  const requestFlags = RuntimeFlags.disable(runtime.runtimeFlags, RuntimeFlags.Interruption)
+  // Request fibers start uninterruptible (the router opens each route's handler to interruption)
+  // and without runtime metrics (the runtime's fiber counters and lifetime histogram).
+  const requestFlags = RuntimeFlags.disable(
+    RuntimeFlags.disable(runtime.runtimeFlags, RuntimeFlags.Interruption),
+    RuntimeFlags.RuntimeMetrics
+  )
   const backgroundRuntime = Runtime.make({ context: base, fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags }) as Runtime.Runtime<never>
   const background = Runtime.runFork(backgroundRuntime)
   const run = app as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, never>
@@ -280,9 +286,9 @@ export const makeHandler = <E, R>(app: HttpApp.Default<E, R>, runtime: Runtime.R
     }
   }
 
-  /** Maps a failed request to a response with `causeResponse` and writes it. */
+  /** Maps a failed request to a response with `causeResponse` and writes it (a short fiber, not tracked). */
   const fail = (request: DoorServerRequest, res: ServerResponse, state: InFlight, cause: Cause.Cause<unknown>) => {
-    state.current = background(
+    background(
       HttpServerError.causeResponse(cause).pipe(
         Effect.flatMap(([response, rest]) =>
           Effect.sync(() => {
@@ -297,12 +303,11 @@ export const makeHandler = <E, R>(app: HttpApp.Default<E, R>, runtime: Runtime.R
     )
   }
 
-  return function handler(req: IncomingMessage, res: ServerResponse): void {
+  const start = (req: IncomingMessage, res: ServerResponse, state: InFlight) => {
     const request = new DoorServerRequest(req, res)
     const context = Context.add(base, HttpServerRequest.HttpServerRequest, request)
     const handlerFiber = Runtime.runFork(Runtime.make({ context, fiberRefs: runtime.fiberRefs, runtimeFlags: requestFlags }))(run)
-    // The fiber doing this request's work now: the handler, then a body stream or a hook.
-    const state: InFlight = { current: handlerFiber }
+    state.current = handlerFiber
     // A body stream runs with the handler fiber's context and refs (log annotations, services).
     const streamRuntime = () =>
       Runtime.make({ context: handlerFiber.currentContext, fiberRefs: handlerFiber.getFiberRefs(), runtimeFlags: runtime.runtimeFlags })
@@ -323,14 +328,31 @@ export const makeHandler = <E, R>(app: HttpApp.Default<E, R>, runtime: Runtime.R
         if (streaming !== undefined) state.current = streaming
       })
     })
+  }
+
+  return function handler(req: IncomingMessage, res: ServerResponse): void {
+    const state: InFlight = { current: undefined, aborted: false }
     res.on("close", () => {
-      if (!res.writableEnded) state.current.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+      if (res.writableEnded) return
+      state.aborted = true
+      state.current?.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
     })
+    // Start once Node's parser is done with the bytes at hand (a microtask later): the body of a
+    // small request is then already buffered in `req` (`req.complete`), so the handler can take
+    // it without suspending.
+    if (req.complete) start(req, res, state)
+    else {
+      queueMicrotask(() => {
+        if (!state.aborted) start(req, res, state)
+      })
+    }
   }
 }
 
+/** The fiber doing a request's work now: the handler, then a body stream or a hook. */
 interface InFlight {
-  current: Fiber.RuntimeFiber<unknown, unknown>
+  current: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  aborted: boolean
 }
 
 // ---------------------------------------------------------------------------------------------
