@@ -1,0 +1,306 @@
+/**
+ * Native shell commands under the shell grant (reference §3.5). A command runs only if its binary
+ * is in `shell.allow`; it is spawned directly (`shell: false`, so nothing is expanded but what an
+ * interpreter's own `-c` does) with stdin ignored, cwd = the accessible workdir and an environment
+ * built from nothing (`shellEnv`). A command that outlives `graceSeconds` is detached: it is
+ * recorded in the `DetachedRegistry`, keeps running when the task that started it is cancelled,
+ * and its completion arrives later through the returned `completion` effect.
+ *
+ * Interrupting `run` before the command detached kills it: SIGTERM to its process group, SIGKILL
+ * after `killGraceMs`. Each child leads its own process group (`detached: true` in Node's terms,
+ * which is unrelated to detached work) so grandchildren such as `sh -c "sleep 9 & wait"` go too.
+ *
+ * Enforced here: the allowlist, the cleared environment with credential stripping, the synthetic
+ * `HOME`, cwd, the output cap. NOT enforced (the reference applies them in `pre_exec`, which Node
+ * cannot reach without a native helper): rlimits (§5.2), cgroup v2 limits, Landlock, seccomp,
+ * namespaces, the subprocess network namespace and egress proxy, and the workdir size budget.
+ * See docs/shell.md.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdir, writeFile } from "node:fs/promises"
+import { join } from "node:path"
+import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
+import type { ToolResultData } from "../sandbox/GuestJob.js"
+import {
+  argvFor,
+  type DetachedCompletion,
+  demotionResult,
+  errorResult,
+  exitCodeOf,
+  finishedResult,
+  MAX_SHELL_OUTPUT_BYTES,
+  resolveBinary,
+  shellEnv,
+  shellLogContent,
+  syntheticHome
+} from "../sandbox/ShellGrant.js"
+import { DetachedRegistry } from "./DetachedRegistry.js"
+
+/** A command that could not be started; the turn sees it as an `error` result. */
+export class ShellError extends Schema.TaggedError<ShellError>()("ShellError", {
+  reason: Schema.Literal("NotAllowed", "Setup", "Spawn"),
+  binary: Schema.String,
+  message: Schema.String
+}) {
+  /** The reference's result for a refused or failed spawn. */
+  get toolResult(): ToolResultData {
+    return errorResult("shell execution failed", this.message)
+  }
+}
+
+export interface ShellRequest {
+  /** The binary as the model named it (the tool name). */
+  readonly binary: string
+  /** The model's `command` text, without the binary. */
+  readonly command: string
+  /** Absolute path of the accessible workdir. */
+  readonly workdir: string
+  /** `capabilities.shell.allow`. */
+  readonly allow: ReadonlyArray<string>
+  readonly hostEnv: Readonly<Record<string, string | undefined>>
+  /** `capabilities.shell.baseline_env`. */
+  readonly baselineEnv: ReadonlyArray<string>
+  /** `capabilities.shell.strip_env`. */
+  readonly stripPatterns: ReadonlyArray<string>
+  /** Inference and identity variables. */
+  readonly runtimeVars: Readonly<Record<string, string>>
+  /** `lifecycle.shell_grace_secs`; absent = never detach (no task in scope to receive a completion). */
+  readonly graceSeconds?: number | undefined
+}
+
+export interface DetachedInfo {
+  readonly workId: string
+  readonly binary: string
+  readonly command: string
+  readonly startedAtMs: number
+  readonly graceMs: number
+}
+
+export type ShellOutcome =
+  | {
+    readonly _tag: "Finished"
+    /** The resolved program that ran. */
+    readonly binary: string
+    readonly exitCode: number
+    readonly durationMs: number
+    readonly result: ToolResultData
+  }
+  | {
+    readonly _tag: "Detached"
+    readonly detached: DetachedInfo
+    /** The constant-size result the turn receives now. */
+    readonly result: ToolResultData
+    /** Resolves when the command ends (after its log is written and its registry entry removed). */
+    readonly completion: Effect.Effect<DetachedCompletion>
+  }
+
+export interface ShellConfig {
+  /** Between SIGTERM and SIGKILL when an undetached command is interrupted. */
+  readonly killGraceMs: number
+  /** What closing the layer does to detached commands still running. */
+  readonly onClose: "abandon" | "kill"
+}
+
+export class Shell extends Context.Tag("capsule-runtime/services/Shell")<Shell, {
+  /** Runs one command to completion, or until it detaches. */
+  readonly run: (request: ShellRequest) => Effect.Effect<ShellOutcome, ShellError>
+}>() {
+  static readonly layer = (config: Partial<ShellConfig> = {}) =>
+    Layer.scoped(Shell, makeShell({ killGraceMs: 500, onClose: "abandon", ...config }))
+}
+
+interface Running {
+  readonly proc: ChildProcess
+  readonly pid: number
+  readonly startedAt: number
+  readonly stdout: Array<Buffer>
+  readonly stderr: Array<Buffer>
+  /** The direct child exited. */
+  readonly exited: Deferred.Deferred<void>
+  /** Exited and both pipes reached EOF. */
+  readonly closed: Deferred.Deferred<number>
+}
+
+const spawnChild = (binary: string, argv: ReadonlyArray<string>, env: Record<string, string>, cwd: string) =>
+  Effect.async<Running, ShellError>((resume) => {
+    let proc: ChildProcess
+    try {
+      proc = spawn(binary, argv, { cwd, env, shell: false, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    } catch (error) {
+      return resume(Effect.fail(new ShellError({ reason: "Spawn", binary, message: (error as Error).message })))
+    }
+    const exited = Deferred.unsafeMake<void>(FiberId.none)
+    const closed = Deferred.unsafeMake<number>(FiberId.none)
+    const running: Running = { proc, pid: proc.pid ?? -1, startedAt: performance.now(), stdout: [], stderr: [], exited, closed }
+    proc.stdout!.on("data", (chunk: Buffer) => running.stdout.push(chunk))
+    proc.stderr!.on("data", (chunk: Buffer) => running.stderr.push(chunk))
+    proc.once("exit", () => Deferred.unsafeDone(exited, Exit.void))
+    proc.once("close", (code, signal) => Deferred.unsafeDone(closed, Exit.succeed(exitCodeOf(code, signal))))
+    proc.once("spawn", () => resume(Effect.succeed(running)))
+    proc.on("error", (error) => {
+      // Before `spawn` this is a spawn failure; later ones (a failed kill) are not ours to report.
+      if (proc.pid === undefined) resume(Effect.fail(new ShellError({ reason: "Spawn", binary, message: error.message })))
+    })
+  })
+
+const signalGroup = (running: Running, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-running.pid, signal)
+  } catch {
+    // the group is gone
+  }
+}
+
+const releasePipes = (running: Running) => {
+  running.proc.stdout?.destroy()
+  running.proc.stderr?.destroy()
+}
+
+/** SIGTERM to the group, SIGKILL if its pipes are still open after the grace. */
+const terminate = (running: Running, killGraceMs: number) =>
+  Effect.gen(function*() {
+    signalGroup(running, "SIGTERM")
+    const closed = yield* Deferred.await(running.closed).pipe(Effect.timeoutOption(Duration.millis(killGraceMs)))
+    if (Option.isSome(closed)) return
+    signalGroup(running, "SIGKILL")
+    yield* Deferred.await(running.exited)
+    releasePipes(running)
+  })
+
+const writeLog = (workdir: string, name: string, content: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      await mkdir(join(workdir, "logs"), { recursive: true })
+      await writeFile(join(workdir, "logs", name), content)
+      return `logs/${name}`
+    },
+    catch: (error) => `failed to write shell log logs/${name}: ${(error as Error).message}`
+  })
+
+const makeShell = (config: ShellConfig) =>
+  Effect.gen(function*() {
+    const registry = yield* DetachedRegistry
+    const watchers = yield* FiberSet.make<void>()
+    /** Detached commands still running, for the finalizer (a watcher may not have started yet). */
+    const live = new Map<string, { readonly running: Running; readonly done: Deferred.Deferred<DetachedCompletion> }>()
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(live.values(), ({ done, running }) =>
+        Effect.gen(function*() {
+          if (config.onClose === "kill") yield* terminate(running, config.killGraceMs)
+          else {
+            releasePipes(running)
+            running.proc.unref()
+          }
+          yield* Deferred.interrupt(done)
+        }), { concurrency: "unbounded", discard: true })
+    )
+
+    const finish = (request: ShellRequest, binary: string, argv: ReadonlyArray<string>, running: Running, exitCode: number) =>
+      Effect.gen(function*() {
+        const durationMs = Math.round(performance.now() - running.startedAt)
+        const out = Buffer.concat(running.stdout)
+        const err = Buffer.concat(running.stderr)
+        const over = out.length > MAX_SHELL_OUTPUT_BYTES || err.length > MAX_SHELL_OUTPUT_BYTES
+        const fullOutputPath = over
+          ? yield* writeLog(
+            request.workdir,
+            `shell-${Date.now()}.log`,
+            shellLogContent(request.binary, argv, exitCode, out.toString("utf8"), err.toString("utf8"))
+          ).pipe(Effect.mapError((message) => new ShellError({ reason: "Setup", binary: request.binary, message })))
+          : undefined
+        const cut = (bytes: Buffer) => bytes.subarray(0, MAX_SHELL_OUTPUT_BYTES).toString("utf8")
+        const result = finishedResult({ command: request.command, exitCode, stdout: cut(out), stderr: cut(err), fullOutputPath })
+        return { _tag: "Finished", binary, exitCode, durationMs, result } as const
+      })
+
+    const watch = (
+      request: ShellRequest,
+      argv: ReadonlyArray<string>,
+      running: Running,
+      workId: string,
+      binary: string,
+      done: Deferred.Deferred<DetachedCompletion>
+    ) =>
+      Effect.gen(function*() {
+        const exitCode = yield* Deferred.await(running.closed)
+        const durationMs = Math.round(performance.now() - running.startedAt)
+        const content = shellLogContent(
+          request.binary,
+          argv,
+          exitCode,
+          Buffer.concat(running.stdout).toString("utf8"),
+          Buffer.concat(running.stderr).toString("utf8")
+        )
+        const written = yield* Effect.either(writeLog(request.workdir, `${workId}.log`, content))
+        const completion: DetachedCompletion = {
+          workId,
+          binary,
+          command: request.command,
+          exitCode,
+          durationMs,
+          outputPath: `logs/${workId}.log`,
+          outputBytes: written._tag === "Right" ? Buffer.byteLength(content) : 0,
+          ...(written._tag === "Left" ? { error: written.left } : {})
+        }
+        live.delete(workId)
+        yield* registry.remove(workId)
+        yield* Deferred.succeed(done, completion)
+      })
+
+    const run = Effect.fn("Shell.run")(function*(request: ShellRequest) {
+      yield* Effect.annotateCurrentSpan("binary", request.binary)
+      if (!request.allow.includes(request.binary)) {
+        return yield* new ShellError({
+          reason: "NotAllowed",
+          binary: request.binary,
+          message: `binary '${request.binary}' is not in capabilities.shell.allow`
+        })
+      }
+      const home = syntheticHome(request.workdir)
+      yield* Effect.tryPromise({
+        try: () => mkdir(home, { recursive: true }),
+        catch: (error) =>
+          new ShellError({
+            reason: "Setup",
+            binary: request.binary,
+            message: `failed to create synthetic home directory ${home}: ${(error as Error).message}`
+          })
+      })
+      const env = shellEnv(request)
+      const argv = argvFor(request.binary, request.command)
+      const binary = resolveBinary(request.binary, env.PATH)
+      const graceMs = request.graceSeconds === undefined ? undefined : Math.max(0, request.graceSeconds * 1000)
+
+      return yield* Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const running = yield* spawnChild(request.binary, argv, env, request.workdir)
+          const foreground = graceMs === undefined
+            ? Effect.asSome(Deferred.await(running.closed))
+            : Deferred.await(running.exited).pipe(
+              Effect.timeoutOption(Duration.millis(graceMs)),
+              Effect.flatMap(Option.match({
+                onNone: () => Effect.succeedNone,
+                onSome: () => Effect.asSome(Deferred.await(running.closed))
+              }))
+            )
+          const exitCode = yield* restore(foreground).pipe(Effect.onInterrupt(() => terminate(running, config.killGraceMs)))
+          if (Option.isSome(exitCode)) return yield* finish(request, binary, argv, running, exitCode.value)
+
+          const work = yield* registry.record({ binary, command: request.command })
+          const done = yield* Deferred.make<DetachedCompletion>()
+          live.set(work.work_id, { running, done })
+          // A fork inherits this region's uninterruptibility; closing the layer must be able to stop it.
+          yield* FiberSet.run(watchers, Effect.interruptible(watch(request, argv, running, work.work_id, binary, done)))
+          yield* Effect.logDebug("shell command detached").pipe(Effect.annotateLogs({ workId: work.work_id }))
+          return {
+            _tag: "Detached",
+            detached: { workId: work.work_id, binary, command: request.command, startedAtMs: work.started_at_ms, graceMs: graceMs ?? 0 },
+            result: demotionResult(work.work_id),
+            completion: Deferred.await(done)
+          } as const
+        })
+      )
+    })
+
+    return Shell.of({ run })
+  }).pipe(Effect.annotateLogs({ service: "Shell" }))
