@@ -105,7 +105,7 @@ const quietHost = {
 }
 let session = 0
 const prepare = (dir, hostEnv = {}) =>
-  run(Effect.flatMap(loadProject(dir), (project) => prepareScript(project, { sessionId: `bench-${++session}`, hostEnv })))
+  run(Effect.flatMap(loadProject(dir, hostEnv), (project) => prepareScript(project, { sessionId: `bench-${++session}`, hostEnv })))
 const runOnce = (prepared) => run(runScript(prepared, quietHost))
 const liveWorkers = () => run(Effect.flatMap(Sandbox, (s) => s.liveWorkers()))
 

@@ -18,7 +18,7 @@ const json = Options.boolean("json").pipe(Options.withDescription("End with one 
 export const runCommand = Command.make("run", { dir, workdir, json }, (options) =>
   Effect.gen(function*() {
     const hostEnv = yield* HostEnvironment
-    const project = yield* loadProject(options.dir)
+    const project = yield* loadProject(options.dir, hostEnv.env)
     const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
     for (const warning of prepared.warnings) yield* Console.error(warning)
     const outcome = yield* runScript(prepared, {

@@ -9,6 +9,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
 import { ScriptedSessionLive, SessionLive, type SessionOptions } from "../layers/Main.js"
 import { loadProject } from "../sandbox/CapsuleProject.js"
+import type { Lifecycle } from "../sandbox/Manifest.js"
 import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
 import { prepareScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
@@ -30,9 +31,9 @@ const workdir = Options.directory("workdir").pipe(Options.withDescription("Workd
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
 
 /** A script capsule's `lifecycle.input_timeout_secs` (the block is otherwise read by the agent loop). */
-const inputTimeoutMs = (lifecycle: unknown): number | undefined => {
-  const value = typeof lifecycle === "object" && lifecycle !== null ? (lifecycle as Record<string, unknown>).input_timeout_secs : undefined
-  return typeof value === "number" && value > 0 ? value * 1000 : undefined
+const inputTimeoutMs = (lifecycle: Lifecycle | undefined): number | undefined => {
+  const value = lifecycle?.inputTimeoutSecs
+  return value !== undefined && value > 0 ? value * 1000 : undefined
 }
 
 const announce = (json: boolean, extra: Record<string, string>) =>
@@ -68,7 +69,7 @@ export const serveCommand = Command.make(
     const directory = options.dir.value
     return Effect.gen(function*() {
       const hostEnv = yield* HostEnvironment
-      const project = yield* loadProject(directory)
+      const project = yield* loadProject(directory, hostEnv.env)
       const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
       for (const warning of prepared.warnings) yield* Console.error(warning)
       const layer = SessionLive(ScriptCapsule.layer(prepared), {

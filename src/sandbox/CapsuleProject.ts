@@ -111,12 +111,13 @@ const pin = (directory: string, artifacts: ReadonlyArray<ResolvedArtifact>) =>
     }
   })
 
-export const loadProject = (directory: string) =>
+/** `env` answers the manifest's `${VAR}` references (the host's environment). */
+export const loadProject = (directory: string, env: Readonly<Record<string, string | undefined>> = {}) =>
   Effect.gen(function*() {
     const root = resolve(directory)
     const manifestPath = join(root, "murmur.yaml")
     if (!existsSync(manifestPath)) return yield* fail("E-RUN-002", `no murmur.yaml in ${root}`)
-    const parsed = parseManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")), { path: manifestPath })
+    const parsed = parseManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")), { path: manifestPath, env })
     if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, parsed.left.message)
     const { manifest, warnings } = parsed.right
     if (isAgentCapsule(manifest)) {

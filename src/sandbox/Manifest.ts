@@ -3,35 +3,39 @@
  * parsed in two passes like the reference — first every value is read with its YAML type checked
  * (E-MAN-002, positioned) and every unrecognized key recorded, then the reference's rules run in
  * its order (E-MAN-001, E-MAN-003), then the launch-time grant checks this runtime makes up front
- * (E-CAP-001, E-CAP-002, E-CAP-010). Blocks acted on by later issues are kept raw. Pure: the
- * caller reads the file; nothing here throws.
+ * (E-CAP-001, E-CAP-002, E-CAP-010). Every block of §1.5 is typed; the keys this runtime does not
+ * act on yet are validated all the same and named in a `W-RUN-001` warning. Pure: the caller reads
+ * the file and passes the host environment (for `inference.api_key: ${VAR}`); nothing here throws.
  */
 import { Either, Schema } from "effect"
 import type { Node } from "yaml"
 import { ArtifactEntry, artifactSpec, checkArtifact, lowerArtifact } from "./manifest/ArtifactEntry.js"
 import { Capabilities, capabilitiesSpec, checkGrantShapes, lowerCapabilities } from "./manifest/Capabilities.js"
-import {
-  CONTEXT_SHAPE,
-  EXPORTS_SHAPE,
-  INFERENCE_SHAPE,
-  LIFECYCLE_SHAPE,
-  NETWORK_SHAPE,
-  OBSERVABILITY_SHAPE,
-  TRACE_SHAPE
-} from "./manifest/DeferredBlocks.js"
+import { checkInferenceArtifacts, InferenceConfig, inferenceSpec, lowerInference } from "./manifest/Inference.js"
+import { Lifecycle, lifecycleSpec, lowerLifecycle } from "./manifest/Lifecycle.js"
 import { invalidCapability, ManifestError, type ManifestWarning, missingField } from "./manifest/ManifestError.js"
-import { unknownKeyWarnings } from "./manifest/UnknownKeys.js"
+import { notActedOnWarnings } from "./manifest/NotActedOn.js"
+import { Exports, exportsSpec, lowerExports } from "./manifest/Retention.js"
 import {
-  block,
-  blockItem,
-  list,
-  optString,
-  present,
-  rawBlock,
-  type ReadContext,
-  readDocument,
-  refuse
-} from "./manifest/YamlReader.js"
+  ContextConfig,
+  contextSpec,
+  lowerContext,
+  lowerNetwork,
+  lowerObservability,
+  lowerTrace,
+  NetworkConfig,
+  networkSpec,
+  ObservabilityConfig,
+  observabilitySpec,
+  TraceConfig,
+  traceSpec
+} from "./manifest/SessionBlocks.js"
+import { unknownKeyWarnings } from "./manifest/UnknownKeys.js"
+import { block, blockItem, list, optString, present, type ReadContext, readDocument, refuse } from "./manifest/YamlReader.js"
+
+export { DEFAULT_LIFECYCLE, effectiveLifecycle, type Lifecycle } from "./manifest/Lifecycle.js"
+export { effectiveTraceCapture, type TraceCapture } from "./manifest/SessionBlocks.js"
+export type { InferenceConfig } from "./manifest/Inference.js"
 
 const exact = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
@@ -42,14 +46,16 @@ export const CapsuleManifest = Schema.Struct({
   artifacts: Schema.Array(ArtifactEntry),
   /** The capsule-wide ceiling; an absent block reads as an empty one. */
   capabilities: Capabilities,
-  /** Present (non-null) means an agent capsule (§1.1). Kept raw until its parser lands. */
-  inference: exact(Schema.Unknown),
-  context: exact(Schema.Unknown),
-  observability: exact(Schema.Unknown),
-  trace: exact(Schema.Unknown),
-  network: exact(Schema.Unknown),
-  lifecycle: exact(Schema.Unknown),
-  exports: exact(Schema.Unknown)
+  /** Present (non-null) means an agent capsule (§1.1). */
+  inference: exact(InferenceConfig),
+  context: exact(ContextConfig),
+  observability: exact(ObservabilityConfig),
+  /** Absent: capture `meta` (`effectiveTraceCapture`). */
+  trace: exact(TraceConfig),
+  network: exact(NetworkConfig),
+  /** Absent: every default (`effectiveLifecycle`). */
+  lifecycle: exact(Lifecycle),
+  exports: exact(Exports)
 })
 export type CapsuleManifest = typeof CapsuleManifest.Type
 
@@ -63,6 +69,11 @@ export interface ParseManifestOptions {
   readonly path?: string
   /** This runtime's version, for the `mur_version` line of W-SEC-019. */
   readonly runningVersion?: string
+  /**
+   * The host environment `inference.api_key: ${VAR}` is resolved from. Absent reads as an empty
+   * environment, so a referenced variable is reported as not set.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>
 }
 
 /** A script capsule runs `capsule.wasm`; an agent capsule (with `inference:`) runs the agent loop. */
@@ -73,13 +84,13 @@ const topLevelSpec = {
   version: optString,
   artifacts: list(blockItem(artifactSpec)),
   capabilities: block(capabilitiesSpec),
-  inference: rawBlock(INFERENCE_SHAPE),
-  context: rawBlock(CONTEXT_SHAPE),
-  observability: rawBlock(OBSERVABILITY_SHAPE),
-  trace: rawBlock(TRACE_SHAPE),
-  network: rawBlock(NETWORK_SHAPE),
-  lifecycle: rawBlock(LIFECYCLE_SHAPE),
-  exports: rawBlock(EXPORTS_SHAPE),
+  inference: block(inferenceSpec),
+  context: block(contextSpec),
+  observability: block(observabilitySpec),
+  trace: block(traceSpec),
+  network: block(networkSpec),
+  lifecycle: block(lifecycleSpec),
+  exports: block(exportsSpec),
   mur_version: optString,
   config: present
 }
@@ -99,25 +110,28 @@ const read = (options: ParseManifestOptions) => (ctx: ReadContext, root: Node | 
     refuse(invalidCapability("config", "is declared per artifact, on the 'runtime: hook', 'runtime: tool' or 'runtime: driver' entry that reads it — there is no capsule-wide config block"))
   }
   const capabilities = raw.capabilities === undefined ? {} : lowerCapabilities(raw.capabilities)
+  const inference = raw.inference === undefined ? undefined : lowerInference(ctx, raw.inference, options.env ?? {})
+  if (inference !== undefined) checkInferenceArtifacts(inference, lowered.map(({ entry }) => entry))
+  const blocks = {
+    inference,
+    context: raw.context === undefined ? undefined : lowerContext(ctx, raw.context),
+    observability: raw.observability === undefined ? undefined : lowerObservability(raw.observability, warnings),
+    trace: raw.trace === undefined ? undefined : lowerTrace(ctx, raw.trace, warnings),
+    network: raw.network === undefined ? undefined : lowerNetwork(raw.network),
+    lifecycle: raw.lifecycle === undefined ? undefined : lowerLifecycle(raw.lifecycle),
+    exports: raw.exports === undefined ? undefined : lowerExports(ctx, raw.exports)
+  }
   checkGrantShapes(capabilities)
   const artifacts = lowered.map(({ config, entry }) => checkArtifact(ctx, entry, config))
+  warnings.push(...notActedOnWarnings(raw, inference?.transport))
   const murVersion = nonBlank(raw.mur_version)
-  const deferred = {
-    inference: raw.inference,
-    context: raw.context,
-    observability: raw.observability,
-    trace: raw.trace,
-    network: raw.network,
-    lifecycle: raw.lifecycle,
-    exports: raw.exports
-  }
   const manifest: CapsuleManifest = {
     name,
     version,
     ...(murVersion === undefined ? {} : { murVersion }),
     artifacts,
     capabilities,
-    ...Object.fromEntries(Object.entries(deferred).filter(([, value]) => value !== undefined))
+    ...Object.fromEntries(Object.entries(blocks).filter(([, value]) => value !== undefined))
   }
   return { manifest, warnings }
 }

@@ -210,28 +210,24 @@ containment: " sealed "`))
     assert.strictEqual(manifest.artifacts[0]!.configJson!.length, 65536)
   })
 
-  it("later-issue blocks are accepted and kept raw", () => {
-    const { manifest, warnings } = ok(`${HEAD}inference:
+  it("the agent blocks are typed (the whole 0.3 manifest is covered in ManifestAgent.test.ts)", () => {
+    const { manifest, warnings } = ok(`${HEAD}artifacts: [{ name: d, version: 1, runtime: driver }]
+inference:
   endpoint: https://api.example.com
   model: m
   driver: { artifact: d, config: { anything: [1] } }
 lifecycle: { task_acceptance: queue, delegation_deadline_secs: 60 }
-context: { max_tokens: 1000, retain: { whatever: 1 } }
-observability: { eval: { scorers: [{ type: exit_ok }] } }
+context: { max_tokens: 1000 }
 trace: { capture: content }
 network: { internal_port: 14159 }
-exports: { files: { root: out/, mode: read-only } }
 `)
     assert.deepStrictEqual(warnings, [])
     assert.isTrue(isAgentCapsule(manifest))
-    assert.deepStrictEqual(manifest.inference, {
-      endpoint: "https://api.example.com",
-      model: "m",
-      driver: { artifact: "d", config: { anything: [1] } }
-    })
-    assert.deepStrictEqual(manifest.lifecycle, { task_acceptance: "queue", delegation_deadline_secs: 60 })
-    assert.deepStrictEqual(manifest.network, { internal_port: 14159 })
-    assert.deepStrictEqual(manifest.exports, { files: { root: "out/", mode: "read-only" } })
+    assert.deepStrictEqual(manifest.inference?.driver, { artifact: "d", configJson: "{\"anything\":[1]}" })
+    assert.strictEqual(manifest.lifecycle?.taskAcceptance, "queue")
+    assert.strictEqual(manifest.lifecycle?.delegationDeadlineSecs, 60)
+    assert.deepStrictEqual(manifest.network, { internalPort: 14159 })
+    assert.strictEqual(manifest.trace?.capture, "content")
   })
 
   it("records the path it was given on a refusal, never in the message", () => {
@@ -265,10 +261,10 @@ capabilities:
     read-only: [docs]
   zeta: 1
   alpha: 2
-inference: { model: x, modle: y, driver: { artifact: d, confg: {} } }
+inference: { endpoint: "https://x", model: x, modle: y, driver: { artifact: echo, confg: {} } }
 lifecycle: { after_tsk: sleep }
-`)
-    assert.strictEqual(manifest.artifacts[0]!.runtime, "tool")
+`.replace("runtme: tool", "runtime: driver\n    runtme: tool"))
+    assert.strictEqual(manifest.artifacts[0]!.runtime, "driver")
     assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
       ["W-SEC-019", "quantum_teleport"],
       ["W-SEC-019", "artifacts[0].runtme"],
@@ -449,10 +445,11 @@ describe("parseManifest: never throws", () => {
   })
 
   it("bounds alias fan-out and nesting instead of hanging or overflowing", () => {
-    let bomb = `${HEAD}inference:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n`
-    for (let i = 1; i < 10; i++) bomb += `  l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(", ")}]\n`
-    assert.strictEqual(refusal(bomb).code, "E-MAN-002")
-    assert.strictEqual(refusal(bomb.replace("inference:", "artifacts:\n  - name: t\n    version: 1\n    config:").replace(/\n {2}l/g, "\n      l")).code, "E-MAN-002")
+    let levels = "      l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
+    for (let i = 1; i < 10; i++) levels += `      l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(", ")}]\n`
+    const driverBomb = `${HEAD}artifacts: [{ name: d, version: 1, runtime: driver }]\ninference:\n  endpoint: https://x\n  model: m\n  driver:\n    artifact: d\n    config:\n${levels}`
+    assert.strictEqual(refusal(driverBomb).code, "E-MAN-002")
+    assert.strictEqual(refusal(`${HEAD}artifacts:\n  - name: t\n    version: 1\n    config:\n${levels}`).code, "E-MAN-002")
     assert.strictEqual(refusal("[".repeat(20_000)).code, "E-MAN-002")
   })
 })

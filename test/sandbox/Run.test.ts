@@ -193,6 +193,34 @@ describe("run: limits and failures", () => {
   })
 })
 
+describe("validate and agent capsules", () => {
+  it("validate: exit 0 with warnings for a good manifest, exit 1 with the error text for a bad one", async () => {
+    const good = await makeCapsuleDir({ capsule: "capsule-trap", extra: "surprise: 1\n" })
+    const ok = await runCli(["validate", good])
+    expect(ok.code).toBe(0)
+    expect(ok.stderr).toContain("W-SEC-019")
+    const bad = await makeCapsuleDir({ capsule: "capsule-trap", capabilities: "  limits:\n    memory_bytes: 0\n" })
+    const refused = await runCli(["validate", bad, "--json"])
+    expect(refused.code).toBe(1)
+    const report = JSON.parse(refused.stdout)
+    expect(report.ok).toBe(false)
+    expect(report.errors[0].message).toContain("must be greater than zero")
+  })
+
+  it("run refuses an agent capsule clearly (the agent loop is not in this runtime yet)", async () => {
+    const dir = await makeCapsuleDir({
+      capsule: "capsule-trap",
+      extra: "inference:\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n  api_key: ${MY_TEST_KEY}\n  driver:\n    artifact: drv\n",
+      tools: {}
+    })
+    writeFileSync(join(dir, "murmur.yaml"), readFileSync(join(dir, "murmur.yaml"), "utf8").replace("artifacts: []", "artifacts:\n  - name: drv\n    version: 0.1.0\n    runtime: driver"))
+    const run = await runCli(["run", dir, "--json"], { MY_TEST_KEY: "sk-secret-value" })
+    expect(run.code).toBe(1)
+    expect(exitEvent(run).error.code).toBe("E-RUN-005")
+    expect(run.stdout + run.stderr).not.toContain("sk-secret-value")
+  })
+})
+
 describe("inspect", () => {
   it("prints imports and exports with versions and whether the runtime can run it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "inspect-"))

@@ -73,7 +73,7 @@ const serveScript = async (
   const host = Layer.succeed(HostEnvironment, { env, cacheDirectory })
   const sandboxContext = await Effect.runPromise(Layer.buildWithScope(SandboxLive(1).pipe(Layer.provide(host)), scope))
   const prepared = await Effect.runPromise(
-    loadProject(dir).pipe(
+    loadProject(dir, env).pipe(
       Effect.flatMap((project) => prepareScript(project, { sessionId: mintId("ses"), hostEnv: env })),
       Effect.provide(sandboxContext)
     )

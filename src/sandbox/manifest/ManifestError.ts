@@ -34,7 +34,13 @@ export const ManifestWarningCode = Schema.Literal(
   /** a key this build does not recognize (reported, never refused) */
   "W-SEC-019",
   /** an artifact declares both `source:` and `version:` (the reference prints this uncoded) */
-  "W-LOCAL-SOURCE"
+  "W-LOCAL-SOURCE",
+  /** a retired key still honoured through its replacement (`trace.include_tool_output`; uncoded upstream) */
+  "W-RETIRED-KEY",
+  /** an `observability.eval` scorer of a type nobody knows, skipped (uncoded upstream) */
+  "W-EVAL-SCORER",
+  /** a recognized key this runtime validates but does not act on yet (this runtime's own code) */
+  "W-RUN-001"
 )
 export type ManifestWarningCode = typeof ManifestWarningCode.Type
 
@@ -67,6 +73,19 @@ export const invalidArtifact = (index: number, message: string) =>
 
 export const invalidCapability = (field: string, message: string) =>
   make("E-MAN-003", `${MANIFEST_FILENAME}: invalid capability config for '${field}': ${message}`)
+
+export const invalidInference = (field: string, message: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: invalid inference config for '${field}': ${message}`)
+
+export const invalidTrace = (field: string, message: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: invalid trace config for '${field}': ${message}`)
+
+export const invalidExports = (field: string, message: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: invalid exports config for '${field}': ${message}`)
+
+/** `inference.api_key: ${VAR}` naming a variable the host environment does not set. */
+export const missingInferenceEnvVar = (reference: string) =>
+  make("E-MAN-003", `${MANIFEST_FILENAME}: inference.api_key references ${reference} but the environment variable is not set`)
 
 export const invalidNetworkAllowEntry = (entry: string, message: string) =>
   make("E-CAP-001", `invalid network capability allow entry '${entry}': ${message}`)

@@ -44,6 +44,7 @@ export type Reader<A> = (ctx: ReadContext, node: Input, path: string) => A
 const MAX_ALIAS_READS = 10_000
 const U64_MAX = 18446744073709551615
 const U32_MAX = 4294967295
+const U16_MAX = 65535
 
 export const childPath = (parent: string, key: string) => (parent === "" ? key : `${parent}.${key}`)
 
@@ -53,7 +54,8 @@ const position = (ctx: ReadContext, node: Input) => {
   return { line, col }
 }
 
-const fail = (ctx: ReadContext, node: Input, detail: string): never => {
+/** Abandons the read with a positioned E-MAN-002 at `node` (serde's own wording in `detail`). */
+export const fail = (ctx: ReadContext, node: Input, detail: string): never => {
   const { col, line } = position(ctx, node)
   throw new ReadFailure(yamlSyntaxError(line, col, detail))
 }
@@ -71,7 +73,8 @@ const INTEGER_SOURCE = /^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|0o[0-7]+)$/
 
 const isPlain = (node: Scalar) => node.type === undefined || node.type === Scalar.PLAIN
 
-const isIntegerScalar = (node: Scalar) =>
+/** A plain scalar serde reads as an integer (decimal, hex or octal), not a float. */
+export const isIntegerScalar = (node: Scalar) =>
   typeof node.value === "number" && isPlain(node) && INTEGER_SOURCE.test(node.source ?? String(node.value))
 
 /** How serde names the value it found, for "invalid type: …" texts. */
@@ -113,15 +116,43 @@ export const optBool: Reader<boolean | undefined> = (ctx, input, path) => {
   return isScalar(node) && typeof node.value === "boolean" ? node.value : typeError(ctx, node, path, "a boolean")
 }
 
-export const optUint = (expected: "u64" | "usize" | "u32"): Reader<number | undefined> => (ctx, input, path) => {
+export const optUint = (expected: "u64" | "usize" | "u32" | "u16"): Reader<number | undefined> => (ctx, input, path) => {
   const node = deref(ctx, input)
   if (node === undefined || isNull(node)) return undefined
   if (!isScalar(node) || !isIntegerScalar(node)) return typeError(ctx, node, path, expected)
   const value = node.value as number
-  if (value < 0 || value > (expected === "u32" ? U32_MAX : U64_MAX)) {
+  if (value < 0 || value > (expected === "u16" ? U16_MAX : expected === "u32" ? U32_MAX : U64_MAX)) {
     return fail(ctx, node, `${path === "" ? "" : `${path}: `}invalid value: ${describeFound(node)}, expected ${expected}`)
   }
   return value
+}
+
+/**
+ * An `f32` as serde reads one: any plain integer or float scalar. The value is kept in double
+ * precision; callers compare it through `Math.fround` where the reference's f32 rounding matters.
+ */
+export const optF32: Reader<number | undefined> = (ctx, input, path) => {
+  const node = deref(ctx, input)
+  if (node === undefined || isNull(node)) return undefined
+  return isScalar(node) && typeof node.value === "number" && isPlain(node) ? node.value : typeError(ctx, node, path, "f32")
+}
+
+/** serde's "expected …" for a set of unit variants. */
+const expectedVariants = (variants: ReadonlyArray<string>) =>
+  variants.length === 1
+    ? `\`${variants[0]}\``
+    : variants.length === 2
+    ? `\`${variants[0]}\` or \`${variants[1]}\``
+    : `one of ${variants.map((v) => `\`${v}\``).join(", ")}`
+
+/** A snake_case unit enum (serde's `rename_all`): the scalar's text must name a variant. */
+export const optVariant = <const V extends string>(variants: ReadonlyArray<V>): Reader<V | undefined> => (ctx, input, path) => {
+  const node = deref(ctx, input)
+  if (node === undefined || isNull(node)) return undefined
+  if (!isScalar(node)) return typeError(ctx, node, path, "a string")
+  const text = scalarText(node)
+  if ((variants as ReadonlyArray<string>).includes(text)) return text as V
+  return fail(ctx, node, `${path === "" ? "" : `${path}: `}unknown variant \`${text}\`, expected ${expectedVariants(variants)}`)
 }
 
 export const list = <A>(item: Reader<A>): Reader<ReadonlyArray<A> | undefined> => (ctx, input, path) => {
@@ -182,38 +213,12 @@ export const blockItem = <S extends Spec>(spec: S): Reader<Decoded<S>> => (ctx, 
 export const present: Reader<{ readonly node: Node | null } | undefined> = (_ctx, input) =>
   input === undefined ? undefined : { node: input }
 
-/** The shape of a block this runtime keeps raw: which keys it knows, and which of them nest. */
-export type RawShape = { readonly [key: string]: RawShape | "leaf" | readonly [RawShape] }
-
-const walkRaw = (ctx: ReadContext, input: Input, shape: RawShape, path: string): void => {
-  const node = deref(ctx, input)
-  if (!isMap(node)) return
-  const fields = entries(ctx, node)
-  recordUnknown(ctx, fields.map(([key]) => key), Object.keys(shape), path)
-  for (const [key, child] of Object.entries(shape)) {
-    const field = fields.find(([name]) => name === key)
-    if (field === undefined || child === "leaf") continue
-    if (Array.isArray(child)) {
-      const seq = deref(ctx, field[1])
-      if (isSeq(seq)) {
-        seq.items.forEach((item, index) => walkRaw(ctx, item as Input, child[0] as RawShape, `${childPath(path, key)}[${index}]`))
-      }
-    } else {
-      walkRaw(ctx, field[1], child as RawShape, childPath(path, key))
-    }
-  }
-}
+/** A key's node as written, for the blocks the reference reads untyped (`retain:`, `max_bytes:`). */
+export const anyNode: Reader<Node | null | undefined> = (ctx, input) => (input === undefined ? undefined : deref(ctx, input) ?? null)
 
 /** Plain JS for a node (aliases resolved, bounded by the library's alias-count guard). */
 export const toPlain = (ctx: ReadContext, node: Node | null): unknown =>
   node === null ? null : node.toJS(ctx.doc, { maxAliasCount: 100 })
-
-/** A block kept as plain data for a later parser, with its unknown keys still reported. */
-export const rawBlock = (shape: RawShape): Reader<unknown> => (ctx, input, path) => {
-  if (input === undefined || isNull(deref(ctx, input))) return undefined
-  walkRaw(ctx, input, shape, path)
-  return toPlain(ctx, input)
-}
 
 /**
  * Parses `text` and hands the root node to `read`. YAML syntax errors, unknown or self-nesting

@@ -1,0 +1,78 @@
+/**
+ * The `lifecycle:` block (spec §1.5, door spec §5.5): how many tasks a session accepts and what
+ * it does after one. Read as the reference's serde struct — snake_case unit enums, unsigned
+ * integers — with no further rule: every value that reads is accepted, and an absent key takes
+ * the reference's default. An absent block reads as every default (`effectiveLifecycle`).
+ */
+import { Schema } from "effect"
+import { type Decoded, optUint, optVariant } from "./YamlReader.js"
+
+export const TaskAcceptance = Schema.Literal("none", "single", "queue")
+export type TaskAcceptance = typeof TaskAcceptance.Type
+
+export const AfterTask = Schema.Literal("exit", "sleep")
+export type AfterTask = typeof AfterTask.Type
+
+export const ConversationMode = Schema.Literal("stateless", "threaded")
+export type ConversationMode = typeof ConversationMode.Type
+
+export const Lifecycle = Schema.Struct({
+  taskAcceptance: TaskAcceptance,
+  afterTask: AfterTask,
+  /** Pending (not started) tasks under `queue`; also the task channel's capacity. */
+  queueDepth: Schema.Number,
+  /** request-input wait before the task fails with `input-timeout`; absent waits forever. */
+  inputTimeoutSecs: Schema.optionalWith(Schema.Number, { exact: true }),
+  conversation: ConversationMode,
+  /** How often an `on-task-end` hook may reopen one task; `0` disables reopening. */
+  maxTaskReopens: Schema.Number,
+  /** Foreground window before a shell command detaches (`0`: every command detaches). */
+  shellGraceSecs: Schema.Number,
+  /** The bound on a delegation (`MURMUR_DELEGATION_TIMEOUT_SECS` overrides it at launch). */
+  delegationDeadlineSecs: Schema.Number
+})
+export type Lifecycle = typeof Lifecycle.Type
+
+export const DEFAULT_LIFECYCLE: Lifecycle = {
+  taskAcceptance: "single",
+  afterTask: "exit",
+  queueDepth: 1,
+  conversation: "stateless",
+  maxTaskReopens: 1,
+  shellGraceSecs: 10,
+  delegationDeadlineSecs: 600
+}
+
+export const lifecycleSpec = {
+  task_acceptance: optVariant(["none", "single", "queue"]),
+  after_task: optVariant(["exit", "sleep"]),
+  queue_depth: optUint("usize"),
+  input_timeout_secs: optUint("u64"),
+  conversation: optVariant(["stateless", "threaded"]),
+  max_task_reopens: optUint("u32"),
+  shell_grace_secs: optUint("u64"),
+  delegation_deadline_secs: optUint("u64")
+}
+export type RawLifecycle = Decoded<typeof lifecycleSpec>
+
+export const lowerLifecycle = (raw: RawLifecycle): Lifecycle => ({
+  taskAcceptance: raw.task_acceptance ?? DEFAULT_LIFECYCLE.taskAcceptance,
+  afterTask: raw.after_task ?? DEFAULT_LIFECYCLE.afterTask,
+  queueDepth: raw.queue_depth ?? DEFAULT_LIFECYCLE.queueDepth,
+  ...(raw.input_timeout_secs === undefined ? {} : { inputTimeoutSecs: raw.input_timeout_secs }),
+  conversation: raw.conversation ?? DEFAULT_LIFECYCLE.conversation,
+  maxTaskReopens: raw.max_task_reopens ?? DEFAULT_LIFECYCLE.maxTaskReopens,
+  shellGraceSecs: raw.shell_grace_secs ?? DEFAULT_LIFECYCLE.shellGraceSecs,
+  delegationDeadlineSecs: raw.delegation_deadline_secs ?? DEFAULT_LIFECYCLE.delegationDeadlineSecs
+})
+
+/** The lifecycle a session runs under: the declared block, or every default. */
+export const effectiveLifecycle = (manifest: { readonly lifecycle?: Lifecycle }): Lifecycle =>
+  manifest.lifecycle ?? DEFAULT_LIFECYCLE
+
+/**
+ * Whether work arriving after the first task ends (a detached shell command's completion, a
+ * delegation's outcome) can still be received: only `queue` + `sleep`.
+ */
+export const receivesBackgroundTasks = (lifecycle: Lifecycle): boolean =>
+  lifecycle.taskAcceptance === "queue" && lifecycle.afterTask === "sleep"
