@@ -1,13 +1,14 @@
 /**
- * The command line: `serve`, `run`, `inspect` and `validate`.
+ * The command line: `serve`, `run`, `inspect`, `validate` and `watch`.
  */
 import { Command } from "@effect/cli"
 import { inspectCommand } from "./cli/Inspect.js"
 import { runCommand } from "./cli/Run.js"
 import { serveCommand } from "./cli/Serve.js"
 import { validateCommand } from "./cli/Validate.js"
+import { watchCommand } from "./cli/Watch.js"
 
 export const cli = Command.make("capsule-runtime").pipe(
-  Command.withSubcommands([serveCommand, runCommand, inspectCommand, validateCommand]),
+  Command.withSubcommands([serveCommand, runCommand, inspectCommand, validateCommand, watchCommand]),
   Command.run({ name: "capsule-runtime", version: "0.1.0" })
 )

@@ -107,43 +107,6 @@ export const watch = Effect.fn("Watch.watch")(function*(input: string, options: 
 
   const refused = (message: string) => Effect.fail(new WatchError({ reason: "Refused", message }))
 
-  // The request and its stream are one effect so that interruption aborts the connection.
-  const once = (onConnected: Effect.Effect<void>): Effect.Effect<Outcome, WatchError> =>
-    Effect.gen(function*() {
-      const request = HttpClientRequest.post(url).pipe(
-        HttpClientRequest.setHeaders({ accept: "text/event-stream", ...(lastId === undefined ? {} : { "last-event-id": String(lastId) }) }),
-        HttpClientRequest.bodyText(JSON.stringify({ jsonrpc: "2.0", id: nextRequestId++, method: "stream/watch", params: {} }), "application/json")
-      )
-      const response = yield* client.execute(request).pipe(Effect.timeout(retry.idleMs), Effect.either)
-      if (response._tag === "Left") return dropped(false, reasonOf(response.left))
-      const { headers, status } = response.right
-      if (status >= 500) return dropped(false, `HTTP ${status}`)
-      if (status !== 200 || !(headers["content-type"] ?? "").startsWith("text/event-stream")) {
-        const body = yield* response.right.text.pipe(Effect.orElseSucceed(() => ""))
-        const rpcError = jsonRpcError(body)
-        return yield* rpcError !== undefined
-          ? refused(`${url} refused stream/watch: ${rpcError.code} ${rpcError.message}`)
-          : refused(`${url} is not a door's stream/watch (HTTP ${status}${body === "" ? "" : `: ${truncate(body, 120)}`})`)
-      }
-      yield* onConnected
-      const decoder = makeSseDecoder()
-      let closed = false
-      const ended = yield* response.right.stream.pipe(
-        Stream.decodeText(),
-        Stream.timeoutFail(() => new Error(`no data for ${retry.idleMs} ms`), retry.idleMs),
-        Stream.mapConcat(decoder.feed),
-        Stream.runForEachWhile((frame) =>
-          Effect.map(show(frame), (more) => {
-            closed = !more
-            return more
-          })
-        ),
-        Effect.either
-      )
-      if (closed) return { _tag: "Closed" } as const
-      return dropped(true, ended._tag === "Left" ? reasonOf(ended.left) : "the door ended the stream")
-    })
-
   let failingSince: number | undefined
   let delay = retry.initialMs
   let outage = false
@@ -157,9 +120,45 @@ export const watch = Effect.fn("Watch.watch")(function*(input: string, options: 
       : options.notice(`watching ${url}`)
   })
 
+  // The request and its stream are one effect so that interruption aborts the connection.
+  const once: Effect.Effect<Outcome, WatchError> = Effect.gen(function*() {
+    const request = HttpClientRequest.post(url).pipe(
+      HttpClientRequest.setHeaders({ accept: "text/event-stream", ...(lastId === undefined ? {} : { "last-event-id": String(lastId) }) }),
+      HttpClientRequest.bodyText(JSON.stringify({ jsonrpc: "2.0", id: nextRequestId++, method: "stream/watch", params: {} }), "application/json")
+    )
+    const response = yield* client.execute(request).pipe(Effect.timeout(retry.idleMs), Effect.either)
+    if (response._tag === "Left") return dropped(false, reasonOf(response.left))
+    const { headers, status } = response.right
+    if (status >= 500) return dropped(false, `HTTP ${status}`)
+    if (status !== 200 || !(headers["content-type"] ?? "").startsWith("text/event-stream")) {
+      const body = yield* response.right.text.pipe(Effect.orElseSucceed(() => ""))
+      const rpcError = jsonRpcError(body)
+      return yield* rpcError !== undefined
+        ? refused(`${url} refused stream/watch: ${rpcError.code} ${rpcError.message}`)
+        : refused(`${url} is not a door's stream/watch (HTTP ${status}${body === "" ? "" : `: ${truncate(body, 120)}`})`)
+    }
+    yield* onConnected
+    const decoder = makeSseDecoder()
+    let closed = false
+    const ended = yield* response.right.stream.pipe(
+      Stream.decodeText(),
+      Stream.timeoutFail(() => new Error(`no data for ${retry.idleMs} ms`), retry.idleMs),
+      Stream.mapConcat(decoder.feed),
+      Stream.runForEachWhile((frame) =>
+        Effect.map(show(frame), (more) => {
+          closed = !more
+          return more
+        })
+      ),
+      Effect.either
+    )
+    if (closed) return { _tag: "Closed" } as const
+    return dropped(true, ended._tag === "Left" ? reasonOf(ended.left) : "the door ended the stream")
+  })
+
   const loop = Effect.gen(function*() {
     while (true) {
-      const outcome = yield* once(onConnected)
+      const outcome = yield* once
       if (outcome._tag === "Closed") return
       const now = yield* Clock.currentTimeMillis
       failingSince ??= now
