@@ -4,7 +4,7 @@
  */
 import { randomFillSync } from "node:crypto"
 
-export type IdPrefix = "ses" | "tsk" | "ctx" | "msg" | "wrk" | "dlg" | "req" | "art"
+export type IdPrefix = "ses" | "tsk" | "ctx" | "msg" | "wrk" | "dlg" | "req" | "art" | "evt"
 
 const random = new Uint8Array(10)
 
