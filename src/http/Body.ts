@@ -11,13 +11,32 @@ export type BodyOutcome =
   | { readonly _tag: "TooLarge"; readonly limit: number }
   | { readonly _tag: "Aborted" }
 
-export const readBody = (request: IncomingMessage, limit: number): Effect.Effect<BodyOutcome> =>
-  Effect.async<BodyOutcome>((resume) => {
-    const declared = Number(request.headers["content-length"] ?? Number.NaN)
-    if (Number.isFinite(declared) && declared > limit) {
-      request.resume()
-      return resume(Effect.succeed({ _tag: "TooLarge", limit }))
-    }
+/**
+ * The whole body when Node has already buffered all of it (the usual case for a small JSON-RPC
+ * request): no event listener, no suspended fiber.
+ */
+const bufferedBody = (request: IncomingMessage, declared: number): BodyOutcome | undefined => {
+  if (!Number.isFinite(declared) || request.readableLength < declared) return undefined
+  const chunks: Array<Buffer> = []
+  let chunk: Buffer | null
+  while ((chunk = request.read() as Buffer | null) !== null) chunks.push(chunk)
+  // Node's parser never buffers past content-length, so this is the whole body.
+  return { _tag: "Body", text: Buffer.concat(chunks).toString("utf8") }
+}
+
+export const readBody = (request: IncomingMessage, limit: number): Effect.Effect<BodyOutcome> => {
+  const declared = Number(request.headers["content-length"] ?? Number.NaN)
+  if (Number.isFinite(declared) && declared > limit) {
+    request.resume()
+    return Effect.succeed({ _tag: "TooLarge", limit })
+  }
+  if (declared === 0) return Effect.succeed({ _tag: "Body", text: "" })
+  const buffered = bufferedBody(request, declared)
+  if (buffered !== undefined) {
+    request.resume()
+    return Effect.succeed(buffered)
+  }
+  return Effect.async<BodyOutcome>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
@@ -51,3 +70,4 @@ export const readBody = (request: IncomingMessage, limit: number): Effect.Effect
     request.on("aborted", onAbort)
     return Effect.sync(cleanup)
   })
+}

@@ -1,24 +1,30 @@
 /**
  * A small Node adapter for `@effect/platform` HTTP apps (the door's `HttpRouter`), used instead
- * of `NodeHttpServer`'s request handler, which costs about 5× the router's own work per request
+ * of `NodeHttpServer`'s request handling, which cost the door about 40% more CPU per request
  * (docs/benchmarks.md). Routing, request and response types and failure mapping stay
  * `@effect/platform`'s; what changes is how a request becomes a fiber and a response becomes
  * bytes:
  *
- * - one fiber per request, started synchronously from a `Runtime` whose context is the serving
- *   context plus the `HttpServerRequest`: no per-request `provideService`, `Scope` or tracer span
- *   (handlers that need a scope open one themselves; `Scope` is removed from the context, so a
- *   handler that asks for one fails loudly instead of borrowing the server's);
- * - the fiber starts uninterruptible, as `HttpApp.toHandled` runs it: the router makes each
- *   route's handler interruptible unless the route says otherwise;
+ * - one fiber per request, started from a `Runtime` whose context is the serving context plus
+ *   the `HttpServerRequest`: no per-request `provideService`, `Scope` or tracer span (handlers
+ *   that need a scope open one themselves; `Scope` is removed from the context, so a handler
+ *   that asks for one fails loudly instead of borrowing the server's);
+ * - the fiber starts a microtask after Node's `request` event, once the parser is done with the
+ *   bytes at hand: a small request's body is then already buffered in the `IncomingMessage`, so a
+ *   handler may take it without suspending; a request whose client left by then is not started;
+ * - the fiber starts uninterruptible and without runtime metrics, as `HttpApp.toHandled` runs it
+ *   uninterruptible: the router makes each route's handler interruptible unless the route says
+ *   otherwise;
  * - the response is written from the fiber's exit observer, synchronously, except `Stream`
  *   bodies, which run in a fiber of their own (inheriting the handler fiber's refs) that writes
- *   each chunk corked and waits for `drain` when Node's buffer is full (backpressure);
+ *   each Effect chunk as one write and waits for `drain` when Node's buffer is full
+ *   (backpressure);
  * - the running fiber (handler, then body stream) is interrupted with
  *   `HttpServerError.clientAbortFiberId` when the response closes before it finished;
- * - failures become responses with `HttpServerError.causeResponse` (500 when even that fails);
- *   what is left of the cause is logged (defects at error level, expected failures at debug, as
- *   the runtime reports the stock adapter's failed fibers); `HEAD` gets the head and no body;
+ * - failures become responses with `HttpServerError.causeResponse` (500 when even that fails; a
+ *   stream failing part-way ends the response after what was sent); what is left of the cause is
+ *   logged (defects at error level, expected failures at debug, as the runtime reports the stock
+ *   adapter's failed fibers); `HEAD` gets the head and no body (a stream body never runs);
  *   `HttpApp.currentPreResponseHandlers` run before a response is written.
  *
  * The request wrapper is our own `HttpServerRequest` over the Node `IncomingMessage`, exposing

@@ -1,0 +1,470 @@
+// `npm run bench:door`: the door (dist/, built first by the npm script) against a raw node:http
+// server doing the same parse-and-answer work, SSE fan-out, and cancel latency.
+// Prints a summary table and writes bench/results/door-<date>.json. Method: docs/benchmarks.md.
+//
+// Knobs (environment): BENCH_PARTS=throughput,fanout,cancel  BENCH_PAIRS=3  BENCH_GET_PAIRS=2  BENCH_SECONDS=2.5
+// BENCH_WARMUP=2  BENCH_CONNECTIONS=10  FANOUT_OBSERVERS=500  FANOUT_TASKS=10  FANOUT_CHUNKS=997
+// FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
+import autocannon from "autocannon"
+import { spawn } from "node:child_process"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import http from "node:http"
+import os from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, "..")
+const env = (name, fallback) => (process.env[name] === undefined || process.env[name] === "" ? fallback : process.env[name])
+const num = (name, fallback) => Number(env(name, fallback))
+
+const PARTS = new Set(env("BENCH_PARTS", "throughput,fanout,cancel").split(","))
+const PAIRS = num("BENCH_PAIRS", 3)
+const GET_PAIRS = num("BENCH_GET_PAIRS", 2)
+const SECONDS = num("BENCH_SECONDS", 2.5)
+const WARMUP = num("BENCH_WARMUP", 2)
+const CONNECTIONS = num("BENCH_CONNECTIONS", 10)
+const OBSERVERS = num("FANOUT_OBSERVERS", 500)
+const FANOUT_TASKS = num("FANOUT_TASKS", 10)
+const FANOUT_CHUNKS = num("FANOUT_CHUNKS", 997)
+const FANOUT_EVERY_MS = num("FANOUT_EVERY_MS", 250)
+const FANOUT_BATCH = num("FANOUT_BATCH", 25)
+const FANOUT_TIMEOUT_S = num("FANOUT_TIMEOUT_S", 150)
+const CANCEL_N = num("CANCEL_N", 200)
+const NODE_FLAGS = env("BENCH_NODE_FLAGS", "").split(/\s+/).filter(Boolean)
+
+const log = (...args) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...args)
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits
+
+// ---------------------------------------------------------------------------------------------
+// Child servers
+
+/** Starts `node <args>` and waits for its {"event":"listening"} line on stdout. */
+const startServer = (name, args) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_FLAGS, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    let err = ""
+    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${err}`)), 15_000)
+    child.stderr.on("data", (chunk) => {
+      if (err.length < 20_000) err += chunk
+    })
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${name} exited (${code}): ${err}`))
+    })
+    child.stdout.on("data", (chunk) => {
+      out += chunk
+      const line = out.split("\n").find((l) => l.includes(`"listening"`))
+      if (line === undefined) return
+      clearTimeout(timer)
+      const info = JSON.parse(line)
+      child.stdout.removeAllListeners("data")
+      child.stdout.resume()
+      resolve({
+        ...info,
+        name,
+        child,
+        stderr: () => err,
+        stop: () =>
+          new Promise((done) => {
+            if (child.exitCode !== null) return done()
+            child.removeAllListeners("exit")
+            child.on("exit", () => done())
+            child.kill("SIGTERM")
+            setTimeout(() => child.kill("SIGKILL"), 6_000).unref()
+          })
+      })
+    })
+  })
+
+const startDoor = (extra = []) =>
+  startServer("door", ["dist/main.js", "serve", "--json", "--max-active", "100000", "--queue-depth", "100000", ...extra])
+const startRaw = () => startServer("raw", ["bench/raw-server.mjs"])
+
+// ---------------------------------------------------------------------------------------------
+// Small HTTP client (keep-alive) for JSON-RPC calls
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
+let rpcId = 1
+const rpc = (url, method, params, { headers = {} } = {}) =>
+  new Promise((resolve, reject) => {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: rpcId++, method, params })
+    const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      let text = ""
+      res.setEncoding("utf8")
+      res.on("data", (chunk) => (text += chunk))
+      res.on("end", () => {
+        try {
+          resolve(JSON.parse(text))
+        } catch (error) {
+          reject(new Error(`${method}: not JSON (${res.statusCode}): ${text.slice(0, 200)}`))
+        }
+      })
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
+
+const message = (text, i = 0) => ({ message: { messageId: `bench-${i}`, role: "user", parts: [{ text }] } })
+
+const percentile = (sorted, p) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))])
+const summarize = (values) => {
+  const sorted = Float64Array.from(values).sort()
+  let sum = 0
+  for (const v of sorted) sum += v
+  return {
+    n: sorted.length,
+    min: sorted.length === 0 ? Number.NaN : sorted[0],
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1],
+    mean: sorted.length === 0 ? Number.NaN : sum / sorted.length
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Throughput: message/send + tasks/get, door vs raw, interleaved
+
+const cannon = (url, requests, seconds, check) =>
+  new Promise((resolve, reject) => {
+    const instance = autocannon({
+      url,
+      connections: CONNECTIONS,
+      pipelining: 1,
+      duration: seconds,
+      requests: check === undefined ? requests : requests.map((r) => ({ ...r, onResponse: (status, body) => check(status, body) }))
+    }, (error, result) => (error ? reject(error) : resolve(result)))
+    instance.on("error", reject)
+  })
+
+const workloads = (knownId) => {
+  const headers = { "content-type": "application/json" }
+  const send = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: message("/complete hi") }) }
+  const get = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: knownId } }) }
+  return { mix: [send, get], get: [get] }
+}
+
+/** Warm-up run that also checks every answer is a real success (accepted task / found task). */
+const warmUp = async (server, requests) => {
+  const problems = { count: 0, sample: "" }
+  await cannon(server.url, requests, WARMUP, (status, body) => {
+    const text = String(body)
+    const ok = status === 200 && text.includes(`"result"`) && !text.includes(`"rejected"`)
+    if (!ok) {
+      problems.count++
+      problems.sample ||= `${status} ${text.slice(0, 200)}`
+    }
+  })
+  if (problems.count > 0) throw new Error(`${server.name}: ${problems.count} bad answers during warm-up, e.g. ${problems.sample}`)
+}
+
+/** CPU time (user + system, µs) the child process has used so far, from /proc (Linux). */
+const cpuMicros = (pid) => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS
+  } catch {
+    return Number.NaN
+  }
+}
+const CLOCK_TICKS = 100
+
+/** One measured slice of SECONDS against a server; server CPU from /proc. */
+const measure = async (server, requests) => {
+  const cpuBefore = cpuMicros(server.child.pid)
+  const result = await cannon(server.url, requests, SECONDS)
+  const cpu = cpuMicros(server.child.pid) - cpuBefore
+  if (result.errors > 0 || result.non2xx > 0 || result.timeouts > 0) {
+    throw new Error(`${server.name}: errors=${result.errors} non2xx=${result.non2xx} timeouts=${result.timeouts}`)
+  }
+  return {
+    rps: result.requests.total / SECONDS,
+    serverCpuUsPerReq: cpu / result.requests.total,
+    serverCpuShare: cpu / (SECONDS * 1e6),
+    p50ms: result.latency.p50,
+    p99ms: result.latency.p99
+  }
+}
+
+const median = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2
+}
+
+/**
+ * Both servers run side by side, idle but for the slice being measured: a warm-up (with every
+ * answer checked) for each, then PAIRS × (raw slice, door slice), so slow drifts in the machine's
+ * load hit both alike. The ratio is mean door req/s over mean raw req/s.
+ */
+const throughput = async () => {
+  const door = await startDoor()
+  const raw = await startRaw()
+  try {
+    // The door's known task: a running "/forever" task (running tasks are never evicted).
+    const seeded = await rpc(door.url, "message/send", message("/forever", -1))
+    const doorLoads = workloads(seeded.result.id)
+    const rawLoads = workloads(raw.known_task)
+    const out = {}
+    for (const kind of ["mix", "get"]) {
+      await warmUp(raw, rawLoads[kind])
+      await warmUp(door, doorLoads[kind])
+      const pairs = []
+      for (let i = 0; i < (kind === "mix" ? PAIRS : GET_PAIRS); i++) {
+        const r = await measure(raw, rawLoads[kind])
+        const d = await measure(door, doorLoads[kind])
+        pairs.push({ raw: r, door: d, ratio: d.rps / r.rps })
+        log(`throughput ${kind} pair ${i + 1}: raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req), ratio ${round(d.rps / r.rps)}`)
+      }
+      const mean = (f) => pairs.reduce((s, p) => s + f(p), 0) / pairs.length
+      out[kind] = {
+        rawRps: mean((p) => p.raw.rps),
+        doorRps: mean((p) => p.door.rps),
+        ratio: mean((p) => p.door.rps) / mean((p) => p.raw.rps),
+        medianPairRatio: median(pairs.map((p) => p.ratio)),
+        ratios: pairs.map((p) => p.ratio),
+        rawCpuUsPerReq: mean((p) => p.raw.serverCpuUsPerReq),
+        doorCpuUsPerReq: mean((p) => p.door.serverCpuUsPerReq),
+        cpuRatio: mean((p) => p.raw.serverCpuUsPerReq) / mean((p) => p.door.serverCpuUsPerReq),
+        doorP99ms: mean((p) => p.door.p99ms),
+        rawP99ms: mean((p) => p.raw.p99ms),
+        pairs
+      }
+    }
+    return { mix: out.mix, getOnly: out.get }
+  } finally {
+    await door.stop()
+    await raw.stop()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. SSE fan-out: OBSERVERS stream/watch observers while FANOUT_TASKS stamp tasks emit frames
+
+const makeObserver = (url, index, total, latencies, onDone) => {
+  const state = { index, acked: false, frames: 0, last: 0, lost: 0, duplicated: 0, lagged: 0, laggedMissed: 0, gaps: 0, closed: false, done: false, error: undefined }
+  let buffer = ""
+  let stamped = 0
+  const base = index * total
+  const finish = () => {
+    if (state.done) return
+    state.done = true
+    onDone(state)
+  }
+  const req = http.request(url, {
+    method: "POST",
+    agent: false,
+    headers: { "content-type": "application/json" }
+  }, (res) => {
+    if (res.statusCode !== 200) state.error = `status ${res.statusCode}`
+    res.setEncoding("utf8")
+    res.on("data", (chunk) => {
+      const arrived = process.hrtime.bigint()
+      buffer += chunk
+      let end
+      let start = 0
+      while ((end = buffer.indexOf("\n\n", start)) >= 0) {
+        const block = buffer.slice(start, end)
+        start = end + 2
+        if (block.startsWith(":")) continue
+        if (block.startsWith("id: ")) {
+          const nl = block.indexOf("\n")
+          const id = Number(block.slice(4, nl))
+          if (id <= state.last) state.duplicated++
+          else {
+            if (id > state.last + 1) state.lost += id - state.last - 1
+            state.last = id
+          }
+          state.frames++
+          if (block.startsWith("event: text", nl + 1)) {
+            const at = block.indexOf(`"text":"`, nl)
+            const stop = block.indexOf(" ", at + 8)
+            if (at >= 0 && stop > at + 8) {
+              const emitted = BigInt(block.slice(at + 8, stop))
+              latencies[base + stamped++] = Number(arrived - emitted) / 1e6
+            }
+          }
+          if (state.last >= total) finish()
+          continue
+        }
+        if (block.startsWith("event: connection-ack")) state.acked = true
+        else if (block.startsWith("event: lagged")) {
+          state.lagged++
+          const m = /"missed":(\d+)/.exec(block)
+          if (m) state.laggedMissed += Number(m[1])
+        } else if (block.startsWith("event: gap")) state.gaps++
+        else if (block.startsWith("event: capsule-closed")) state.closed = true
+      }
+      buffer = buffer.slice(start)
+    })
+    res.on("end", finish)
+    res.on("error", (error) => {
+      state.error = String(error)
+      finish()
+    })
+  })
+  req.on("error", (error) => {
+    state.error = String(error)
+    finish()
+  })
+  req.end(JSON.stringify({ jsonrpc: "2.0", id: `watch-${index}`, method: "stream/watch" }))
+  state.stamped = () => stamped
+  state.abort = () => req.destroy()
+  return state
+}
+
+const fanout = async () => {
+  const server = await startServer("fanout-door", ["bench/fanout-server.mjs"])
+  const total = FANOUT_TASKS * (FANOUT_CHUNKS + 3) // working status, chunks, final text, completed status
+  const latencies = new Float64Array(OBSERVERS * total).fill(Number.NaN)
+  const observers = []
+  let finished = 0
+  let allDone
+  const done = new Promise((resolve) => (allDone = resolve))
+  try {
+    for (let i = 0; i < OBSERVERS; i++) {
+      observers.push(makeObserver(server.url, i, total, latencies, () => {
+        if (++finished === OBSERVERS) allDone()
+      }))
+      if (i % 50 === 49) await sleep(20)
+    }
+    const ackDeadline = Date.now() + 15_000
+    while (observers.some((o) => !o.acked) && Date.now() < ackDeadline) await sleep(20)
+    const acked = observers.filter((o) => o.acked).length
+    if (acked < OBSERVERS) throw new Error(`only ${acked}/${OBSERVERS} observers acknowledged`)
+    log(`fan-out: ${OBSERVERS} observers connected; emitting ${total} frames from ${FANOUT_TASKS} tasks`)
+
+    const t0 = process.hrtime.bigint()
+    const serverCpu0 = cpuMicros(server.child.pid)
+    const clientCpu0 = process.cpuUsage()
+    const tasks = await Promise.all(
+      Array.from({ length: FANOUT_TASKS }, (_, i) =>
+        rpc(server.url, "message/send", message(`stamp ${FANOUT_CHUNKS} ${FANOUT_EVERY_MS} ${FANOUT_BATCH}`, i)))
+    )
+    if (tasks.some((t) => t.result?.status?.state !== "submitted")) throw new Error(`a stamp task was not accepted: ${JSON.stringify(tasks)}`)
+    const timeout = sleep(FANOUT_TIMEOUT_S * 1000).then(() => "timeout")
+    const outcome = await Promise.race([done.then(() => "done"), timeout])
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+    const serverCpu = (cpuMicros(server.child.pid) - serverCpu0) / 1e6
+    const clientCpu = process.cpuUsage(clientCpu0)
+    const states = await Promise.all(tasks.map((t) => rpc(server.url, "tasks/get", { id: t.result.id })))
+    for (const o of observers) o.abort()
+
+    const lat = []
+    for (let i = 0; i < latencies.length; i++) if (!Number.isNaN(latencies[i])) lat.push(latencies[i])
+    const sum = (key) => observers.reduce((s, o) => s + o[key], 0)
+    const result = {
+      observers: OBSERVERS,
+      frames: total,
+      tasks: FANOUT_TASKS,
+      pacing: { chunksPerTask: FANOUT_CHUNKS, everyMs: FANOUT_EVERY_MS, batch: FANOUT_BATCH },
+      outcome,
+      seconds,
+      emitRate: total / seconds,
+      serverCpuSeconds: serverCpu,
+      observerCpuSeconds: (clientCpu.user + clientCpu.system) / 1e6,
+      deliveries: sum("frames"),
+      deliveryRate: sum("frames") / seconds,
+      complete: observers.filter((o) => o.last === total && o.frames === total).length,
+      // Holes in an observer's id sequence: frames it will never get.
+      lost: sum("lost"),
+      // Frames an observer had not received yet when the run ended (only on a timeout).
+      undelivered: observers.reduce((s, o) => s + (total - o.last), 0),
+      duplicated: sum("duplicated"),
+      laggedEvents: sum("lagged"),
+      laggedMissed: sum("laggedMissed"),
+      laggedObservers: observers.filter((o) => o.lagged > 0).length,
+      gapEvents: sum("gaps"),
+      errors: observers.filter((o) => o.error !== undefined).map((o) => o.error).slice(0, 5),
+      taskStates: states.map((s) => s.result?.status?.state),
+      latencyMs: summarize(lat)
+    }
+    log(`fan-out: server CPU ${round(result.serverCpuSeconds)} s, observers' CPU ${round(result.observerCpuSeconds)} s`)
+    log(`fan-out: ${outcome} in ${round(seconds)} s; complete ${result.complete}/${OBSERVERS}; lost ${result.lost}; dup ${result.duplicated}; lagged ${result.laggedEvents}; p50 ${round(result.latencyMs.p50)} ms p99 ${round(result.latencyMs.p99)} ms`)
+    return result
+  } finally {
+    for (const o of observers) o.abort()
+    await server.stop()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Cancel latency: tasks/cancel round trip for running "/forever" tasks
+
+const cancelLatency = async () => {
+  const door = await startDoor()
+  try {
+    const ids = []
+    for (let i = 0; i < CANCEL_N; i++) ids.push((await rpc(door.url, "message/send", message("/forever", i))).result.id)
+    // Wait until every task runs (its fiber exists), so each cancel interrupts a live fiber.
+    for (const id of ids) {
+      for (let tries = 0; ; tries++) {
+        const state = (await rpc(door.url, "tasks/get", { id })).result?.status?.state
+        if (state === "working") break
+        if (tries > 200) throw new Error(`task ${id} is ${state}, not working`)
+        await sleep(5)
+      }
+    }
+    await rpc(door.url, "tasks/get", { id: ids[0] }) // warm connection
+    const times = []
+    let wrong = 0
+    for (const id of ids) {
+      const t = process.hrtime.bigint()
+      const reply = await rpc(door.url, "tasks/cancel", { id })
+      times.push(Number(process.hrtime.bigint() - t) / 1e6)
+      if (reply.result?.status?.state !== "canceled") wrong++
+    }
+    const result = { n: CANCEL_N, notCanceled: wrong, latencyMs: summarize(times) }
+    log(`cancel: p50 ${round(result.latencyMs.p50)} ms p99 ${round(result.latencyMs.p99)} ms (${wrong} answers not canceled)`)
+    return result
+  } finally {
+    await door.stop()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const main = async () => {
+  const started = Date.now()
+  const results = {
+    date: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}` },
+    settings: { connections: CONNECTIONS, sliceSeconds: SECONDS, warmupSeconds: WARMUP, mixPairs: PAIRS, getPairs: GET_PAIRS, nodeFlags: NODE_FLAGS }
+  }
+  if (PARTS.has("throughput")) results.throughput = await throughput()
+  if (PARTS.has("fanout")) results.fanout = await fanout()
+  if (PARTS.has("cancel")) results.cancel = await cancelLatency()
+  results.wallSeconds = (Date.now() - started) / 1000
+
+  const rows = []
+  const t = results.throughput
+  if (t) {
+    rows.push([`throughput message/send+tasks/get, ${CONNECTIONS} conns`, `door ${Math.round(t.mix.doorRps)} req/s, raw ${Math.round(t.mix.rawRps)} req/s`, `ratio ${round(t.mix.ratio)} (pairs ${t.mix.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(t.mix.doorCpuUsPerReq, 1)} µs, raw ${round(t.mix.rawCpuUsPerReq, 1)} µs (CPU ratio ${round(t.mix.cpuRatio)})`])
+    rows.push([`throughput tasks/get only, ${CONNECTIONS} conns`, `door ${Math.round(t.getOnly.doorRps)} req/s, raw ${Math.round(t.getOnly.rawRps)} req/s`, `ratio ${round(t.getOnly.ratio)} (pairs ${t.getOnly.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(t.getOnly.doorCpuUsPerReq, 1)} µs, raw ${round(t.getOnly.rawCpuUsPerReq, 1)} µs (CPU ratio ${round(t.getOnly.cpuRatio)})`])
+  }
+  const f = results.fanout
+  if (f) {
+    rows.push([`SSE fan-out ${f.observers} observers x ${f.frames} frames`, `lost ${f.lost}, duplicated ${f.duplicated}, lagged ${f.laggedEvents} (${f.laggedObservers} observers), complete ${f.complete}/${f.observers}${f.undelivered > 0 ? `, ${f.undelivered} undelivered at timeout` : ""}`, `latency p50 ${round(f.latencyMs.p50)} ms, p99 ${round(f.latencyMs.p99)} ms, max ${round(f.latencyMs.max)} ms (${Math.round(f.emitRate)} frames/s, ${Math.round(f.deliveryRate)} deliveries/s)`])
+  }
+  const c = results.cancel
+  if (c) rows.push([`tasks/cancel of a running task (n=${c.n})`, `${c.notCanceled} not canceled`, `p50 ${round(c.latencyMs.p50)} ms, p99 ${round(c.latencyMs.p99)} ms, max ${round(c.latencyMs.max)} ms`])
+  const width = rows.reduce((w, r) => Math.max(w, r[0].length), 0)
+  console.log(`\ndoor benchmark (${results.date}, ${results.machine.cpus} cpus, node ${process.version}, ${round(results.wallSeconds, 0)} s)`)
+  for (const r of rows) console.log(`${r[0].padEnd(width)} | ${r[1]} | ${r[2]}`)
+
+  const dir = join(here, "results")
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `door-${results.date.slice(0, 10)}.json`)
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
+  console.log(`results: ${file}`)
+  const failed = (f && (f.lost > 0 || f.duplicated > 0 || f.laggedEvents > 0 || f.complete !== f.observers)) || (c && c.notCanceled > 0)
+  agent.destroy()
+  process.exitCode = failed ? 1 : 0
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exit(2)
+})
