@@ -135,3 +135,32 @@ export const loadProject = (directory: string, env: Readonly<Record<string, stri
     yield* pin(root, artifacts)
     return { directory: root, manifest, warnings, component, artifacts } satisfies CapsuleProject
   })
+
+/**
+ * An agent capsule's directory (it has an `inference:` block): no capsule component; its tools,
+ * driver and skills resolved like a script capsule's tools, registry ones pinned. Skills resolve
+ * to their directory (no `.wasm`).
+ */
+export const loadAgentProject = (directory: string, env: Readonly<Record<string, string | undefined>> = {}) =>
+  Effect.gen(function*() {
+    const root = resolve(directory)
+    const manifestPath = join(root, "murmur.yaml")
+    if (!existsSync(manifestPath)) return yield* fail("E-RUN-002", `no murmur.yaml in ${root}`)
+    const parsed = parseManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")), { path: manifestPath, env })
+    if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, parsed.left.message)
+    const { manifest, warnings } = parsed.right
+    if (!isAgentCapsule(manifest)) return yield* fail("E-RUN-005", `${manifest.name} is not an agent capsule (it has no inference: block)`)
+    const wanted = manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill")
+    const found = yield* Effect.forEach(wanted, (entry) => resolveArtifact(root, entry))
+    const missing = wanted.filter((_, i) => found[i] === undefined)
+    if (missing.length > 0) {
+      return yield* fail("E-RUN-008", `missing artifacts: ${missing.map((entry) => `${entry.name}@${entry.version}`).join(", ")}`)
+    }
+    const artifacts = found.filter((artifact): artifact is ResolvedArtifact => artifact !== undefined)
+    yield* pin(root, artifacts)
+    return { directory: root, manifest, warnings, component: undefined, artifacts } satisfies CapsuleProject
+  })
+
+/** Where an entry's files live: its `source:`, else the registry path. */
+export const artifactLocation = (directory: string, entry: ArtifactEntry): string =>
+  entry.source !== undefined ? resolve(directory, entry.source) : join(directory, ".murmur", "artifacts", entry.name, entry.version)

@@ -1,5 +1,5 @@
 /**
- * What the main thread hands a guest worker (`workerData`) and the messages they exchange. All
+ * What the main thread hands a guest worker (one `{ job }` message, when a run takes the worker) and the messages they exchange. All
  * of it crosses a structured clone: compiled `WebAssembly.Module`s (shared, not recompiled),
  * plain grant data, a `MessagePort` and a `SharedArrayBuffer` for blocking host calls.
  */

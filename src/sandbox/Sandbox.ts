@@ -162,7 +162,6 @@ const makeSandbox = (config: SandboxConfig) =>
             rpc: { port: channel.port2, flag }
           }
           const worker = idle.shift() ?? startWorker()
-          refill()
           live++
           worker.on("message", (message: WorkerMessage) => queue.unsafeOffer(message))
           worker.on("error", (error) => queue.unsafeOffer({ type: "error", message: error.message }))
@@ -171,6 +170,8 @@ const makeSandbox = (config: SandboxConfig) =>
           worker.stdout.on("data", (chunk: Buffer) => queue.unsafeOffer({ type: "stdout", bytes: chunk }))
           worker.stderr.on("data", (chunk: Buffer) => queue.unsafeOffer({ type: "stderr", bytes: chunk }))
           worker.postMessage({ job: data }, [channel.port2])
+          // The replacement starts after the job is on its way, not in front of it.
+          refill()
           return { worker, reply: channel.port1, flag: new Int32Array(flag) }
         }),
         ({ reply, worker }) =>

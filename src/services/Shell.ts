@@ -83,6 +83,9 @@ export type ShellOutcome =
     readonly binary: string
     readonly exitCode: number
     readonly durationMs: number
+    /** Bytes the command wrote, before the cap. */
+    readonly stdoutBytes: number
+    readonly stderrBytes: number
     readonly result: ToolResultData
   }
   | {
@@ -210,7 +213,7 @@ const makeShell = (config: ShellConfig) =>
           : undefined
         const cut = (bytes: Buffer) => bytes.subarray(0, MAX_SHELL_OUTPUT_BYTES).toString("utf8")
         const result = finishedResult({ command: request.command, exitCode, stdout: cut(out), stderr: cut(err), fullOutputPath })
-        return { _tag: "Finished", binary, exitCode, durationMs, result } as const
+        return { _tag: "Finished", binary, exitCode, durationMs, stdoutBytes: out.length, stderrBytes: err.length, result } as const
       })
 
     const watch = (

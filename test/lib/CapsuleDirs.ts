@@ -76,3 +76,42 @@ export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> 
 
 /** The `exit` event: the last stdout line of `run --json`. */
 export const exitEvent = (result: CliResult) => JSON.parse(result.stdout.trim().split("\n").at(-1)!)
+
+export interface AgentDirOptions {
+  readonly name?: string
+  /** `driver.config` of the scripted driver: `{ replies: [...], chunks?: boolean }`. */
+  readonly driverConfig: unknown
+  /** WASM tools installed in the registry path, by entry name. */
+  readonly tools?: Readonly<Record<string, FixtureName>>
+  /** YAML lines under `inference:` (two-space indented by the caller). */
+  readonly inference?: string
+  /** YAML appended under `capabilities:`. */
+  readonly capabilities?: string
+  readonly extra?: string
+}
+
+/** An agent capsule: the `scripted-driver` fixture as its driver, fixture tools, no capsule component. */
+export const makeAgentCapsuleDir = async (options: AgentDirOptions): Promise<string> => {
+  const dir = mkdtempSync(join(tmpdir(), "agent-"))
+  const install = async (name: string, fixture: FixtureName, runtime: string) => {
+    const target = join(dir, ".murmur", "artifacts", name, "0.1.0")
+    mkdirSync(target, { recursive: true })
+    writeFileSync(join(target, `${name}.wasm`), await buildComponent(fixture))
+    writeFileSync(join(target, "murmur.yaml"), `name: ${name}\nversion: 0.1.0\nruntime: ${runtime}\ndescription: the ${name} fixture\n`)
+  }
+  await install("scripted-driver", "scripted-driver", "driver")
+  const tools = Object.entries(options.tools ?? {})
+  for (const [name, fixture] of tools) await install(name, fixture, "tool")
+  const entries = [
+    "  - name: scripted-driver\n    version: 0.1.0\n    runtime: driver\n",
+    ...tools.map(([name]) => `  - name: ${name}\n    version: 0.1.0\n    runtime: tool\n`)
+  ].join("")
+  const yaml = `name: ${options.name ?? "test-agent"}\nversion: 0.1.0\nartifacts:\n${entries}` +
+    "inference:\n  endpoint: http://127.0.0.1:9/v1\n  model: scripted\n" +
+    `  driver:\n    artifact: scripted-driver\n    config: ${JSON.stringify(options.driverConfig)}\n` +
+    (options.inference ?? "") +
+    (options.capabilities === undefined ? "" : `capabilities:\n${options.capabilities}`) +
+    (options.extra ?? "")
+  writeFileSync(join(dir, "murmur.yaml"), yaml)
+  return dir
+}

@@ -38,6 +38,7 @@ const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; r
   "capsule-bad-version": { imports: [], exports: ["murmur:capsule/run@0.2.0"] },
   "tool-bad-import": { imports: [TOOL_RUN, "murmur:tool-registry/invoke@0.9.0"], exports: [TOOL_RUN] },
   "capsule-trap": { imports: [], exports: [CAPSULE_RUN] },
+  "scripted-driver": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
   "capsule-send-message": { imports: ["murmur:message/send@0.1.0"], exports: [CAPSULE_RUN] },
   "capsule-manage": { imports: ["murmur:artifact-manager/manage@0.1.0"], exports: [CAPSULE_RUN] }
 }

@@ -51,6 +51,14 @@ export const fixtures = {
     world: "echo-tool",
     behaviour: "exports murmur:tool/run@0.1.0: status passed, summary \"ok\", data = input.data"
   },
+  "scripted-driver": {
+    kind: "js",
+    source: "js/scripted-driver.js",
+    world: "driver",
+    behaviour: "a deterministic driver: replies from MURMUR_INFERENCE_DRIVER_CONFIG {replies, chunks}, picked by the number of " +
+      "assistant messages; text blocks streamed as chunks when chunks is true; appends \"call <n>\\n\" to ./driver-calls.log and writes the request to ./driver-request-<n>.json; " +
+      "a reply with spin: true never returns; _metadata becomes the result metadata"
+  },
   "capsule-allowlisted": {
     kind: "js",
     source: "js/capsule-allowlisted.js",

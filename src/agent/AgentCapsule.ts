@@ -1,0 +1,95 @@
+/**
+ * An agent capsule served through the door: each task runs the agent loop (./AgentLoop.ts).
+ * The layer writes the launch's `session_start` when built and its `session_end` when closed.
+ *
+ * Outcome mapping (the reference's quirk, decided here): a failure arm of the loop (driver status
+ * not `passed`, `stop_reason: error`, an unsupported stop reason, no tool blocks, `max_turns`)
+ * writes "error: …" to `out/result.txt` and `task_end.exit_status` `failed` / `max_turns_reached`,
+ * and the A2A task ends `failed` with the message "session ended" — the final SSE frame the
+ * reference sends (door spec §6.1). The reference's `tasks/get` still said `completed` for these
+ * until 0.5.0 (#206); this runtime reports `failed` consistently in frames and `tasks/get`. A
+ * host-side error (driver trap, deadline, unparseable response, trace write) fails the task with
+ * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
+ * with "input-timeout".
+ */
+import { Effect, Layer } from "effect"
+import { Sandbox } from "../sandbox/Sandbox.js"
+import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
+import { Shell } from "../services/Shell.js"
+import { Trace } from "../services/Trace.js"
+import type { PreparedAgent } from "./AgentLaunch.js"
+import { emptyTotals, runAgentTask } from "./AgentLoop.js"
+
+export const SESSION_ENDED = "session ended"
+
+export const agentInfo = (prepared: PreparedAgent): CapsuleInfo => {
+  const { manifest } = prepared.project
+  return {
+    name: manifest.name,
+    version: manifest.version,
+    description: `Murmur agent capsule ${manifest.name}@${manifest.version}`,
+    tools: prepared.toolList.map((tool) => tool.name),
+    shell: prepared.shell.allow.length > 0,
+    network: (manifest.capabilities.network?.allow.length ?? 0) > 0,
+    conversationMode: prepared.lifecycle.conversation
+  }
+}
+
+export const AgentCapsule = {
+  /** Needs the Sandbox, the Shell (hence a DetachedRegistry) and the launch's Trace. */
+  layer: (prepared: PreparedAgent): Layer.Layer<Capsule, never, Sandbox | Shell | Trace> =>
+    Layer.scoped(
+      Capsule,
+      Effect.gen(function*() {
+        const sandbox = yield* Sandbox
+        const shell = yield* Shell
+        const trace = yield* Trace
+        const { manifest } = prepared.project
+        const started = Date.now()
+        const totals = emptyTotals()
+        const caps = manifest.capabilities
+        yield* trace.sessionStart({
+          capsule_name: manifest.name,
+          capsule_version: manifest.version,
+          model: prepared.model,
+          max_turns: prepared.maxTurns,
+          capabilities: [
+            ...((caps.network?.allow.length ?? 0) > 0 ? ["network" as const] : []),
+            ...(caps.filesystem !== undefined ? ["filesystem" as const] : []),
+            ...(prepared.shell.allow.length > 0 ? ["shell" as const] : [])
+          ],
+          tools_declared: prepared.toolList.map((tool) => tool.name),
+          containment_declared: "advisory",
+          containment_achieved: "advisory",
+          workdir_exec: false,
+          system_prompt_source: prepared.systemPromptSource,
+          credential_source: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment",
+          system_prompt_sha256: null,
+          ...(prepared.systemPromptSource === "none" ? {} : { system_prompt: prepared.system })
+        }).pipe(Effect.orDie)
+        yield* Effect.addFinalizer(() =>
+          trace.sessionEnd({
+            total_turns: totals.turns,
+            total_input_tokens: totals.inputTokens,
+            total_output_tokens: totals.outputTokens,
+            total_tool_calls: totals.toolCalls,
+            total_shell_calls: totals.shellCalls,
+            duration_ms: Date.now() - started,
+            exit_status: totals.lastExit
+          }).pipe(Effect.ignore)
+        )
+        return Capsule.of({
+          info: agentInfo(prepared),
+          run: (input, io) =>
+            runAgentTask(prepared, input, io, totals).pipe(
+              Effect.provideService(Sandbox, sandbox),
+              Effect.provideService(Shell, shell),
+              Effect.provideService(Trace, trace),
+              Effect.flatMap((outcome) =>
+                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: SESSION_ENDED }))
+              )
+            )
+        })
+      })
+    )
+}

@@ -1,0 +1,165 @@
+/**
+ * Preparing an agent capsule (a manifest with `inference:`): the driver and the WASM tools
+ * loaded through the ComponentCache with their grants, the skills read, the model-visible tool
+ * list and the system prompt built, the runtime variables of spec §3.4 fixed. The API key is
+ * unwrapped from its `Redacted` only into the driver's environment.
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Effect, Either, Redacted } from "effect"
+import { artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { ComponentCache } from "../sandbox/ComponentCache.js"
+import type { ArtifactData } from "../sandbox/GuestJob.js"
+import { type GrantContext, toolGrant } from "../sandbox/Grants.js"
+import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
+import { effectiveLifecycle, type Lifecycle } from "../sandbox/manifest/Lifecycle.js"
+import { ProjectError } from "../sandbox/ProjectError.js"
+import type { ToolSpec } from "../sandbox/Sandbox.js"
+import type { SandboxError } from "../sandbox/SandboxError.js"
+import { buildToolList, type InventoryItem, systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
+
+export interface AgentLaunchOptions {
+  readonly sessionId: string
+  /** `--workdir`; default `<capsule dir>/workdir/<session id>`. */
+  readonly workdir?: string | undefined
+  readonly hostEnv: Readonly<Record<string, string | undefined>>
+  /** `localhost:<port>` once the door is bound (`MURMUR_CAPSULE_URL`); absent: not set. */
+  readonly capsuleUrl?: string | undefined
+}
+
+export interface PreparedAgent {
+  readonly project: CapsuleProject
+  readonly sessionId: string
+  readonly workdir: string
+  readonly model: string
+  readonly maxTurns: number
+  readonly maxTokens: number
+  readonly driver: { readonly name: string; readonly spec: ToolSpec }
+  /** WASM tools by name. */
+  readonly tools: Readonly<Record<string, ToolSpec>>
+  /** Every `runtime: tool` entry (the dispatch and `invoke` allowlist). */
+  readonly allowlist: ReadonlyArray<string>
+  readonly artifacts: ReadonlyArray<ArtifactData>
+  /** Skills by name: their `skill.md`. */
+  readonly skills: Readonly<Record<string, string>>
+  readonly toolList: ReadonlyArray<ToolDefinition>
+  readonly system: string
+  readonly systemPromptSource: "manifest" | "none"
+  readonly shell: { readonly allow: ReadonlyArray<string>; readonly baselineEnv: ReadonlyArray<string>; readonly stripPatterns: ReadonlyArray<string> }
+  /** Inference + identity variables for tools and the shell (never the API key). */
+  readonly runtimeVars: Readonly<Record<string, string>>
+  readonly hostEnv: Readonly<Record<string, string | undefined>>
+  readonly lifecycle: Lifecycle
+  readonly deadlineSeconds: number
+  readonly warnings: ReadonlyArray<string>
+}
+
+const fromEither = <A, E>(either: Either.Either<A, E>) => (Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left))
+
+const schemaText = (schema: unknown) => schema === undefined ? undefined : typeof schema === "string" ? schema : JSON.stringify(schema)
+
+const readText = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : undefined)
+
+export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOptions): Effect.Effect<PreparedAgent, ProjectError | SandboxError, ComponentCache> =>
+  Effect.gen(function*() {
+    const cache = yield* ComponentCache
+    const { manifest } = project
+    const inference = manifest.inference
+    if (inference === undefined || inference.transport !== "http" || inference.driver === undefined) {
+      return yield* new ProjectError({ code: "E-RUN-005", message: `${manifest.name}: the agent loop needs an inference block with transport: http and a driver` })
+    }
+    const workdir = resolve(options.workdir ?? join(project.directory, "workdir", options.sessionId))
+    mkdirSync(join(workdir, "out"), { recursive: true })
+    const runtimeVars: Record<string, string> = {
+      MURMUR_INFERENCE_TRANSPORT: inference.transport,
+      MURMUR_INFERENCE_ENDPOINT: inference.endpoint ?? "",
+      MURMUR_INFERENCE_MODEL: inference.model,
+      MURMUR_INFERENCE_DRIVER: inference.driver.artifact,
+      ...(inference.driver.configJson === undefined ? {} : { MURMUR_INFERENCE_DRIVER_CONFIG: inference.driver.configJson }),
+      MURMUR_CAPSULE_NAME: manifest.name,
+      MURMUR_CAPSULE_VERSION: manifest.version,
+      MURMUR_SESSION_ID: options.sessionId,
+      ...(options.capsuleUrl === undefined ? {} : { MURMUR_CAPSULE_URL: options.capsuleUrl })
+    }
+    const context: GrantContext = { manifest, workdir, hostEnv: options.hostEnv, runtimeVars }
+    // Drivers written for the reference read the key from their environment; only they get it.
+    const driverContext: GrantContext = inference.apiKey === undefined
+      ? context
+      : { ...context, runtimeVars: { ...runtimeVars, MURMUR_INFERENCE_API_KEY: Redacted.value(inference.apiKey) } }
+    const limits = effectiveLimits(manifest.capabilities)
+    const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
+    const warnings = project.warnings.map((w) => `warning[${w.code}]: ${w.message}`)
+
+    const driverArtifact = project.artifacts.find((artifact) => artifact.entry.name === inference.driver!.artifact)
+    if (driverArtifact?.wasm === undefined) {
+      return yield* new ProjectError({ code: "E-RUN-006", message: `driver artifact '${inference.driver.artifact}' is not installed` })
+    }
+    const driverGrant = yield* fromEither(toolGrant(driverContext, driverArtifact.entry))
+    warnings.push(...driverGrant.warnings)
+    const driver = {
+      name: driverArtifact.entry.name,
+      spec: { component: yield* cache.load(driverArtifact.wasm, capped), grant: driverGrant.grant, deadlineSeconds: limits.deadlineSeconds }
+    }
+
+    const tools: Record<string, ToolSpec> = {}
+    const skills: Record<string, string> = {}
+    const inventory: Array<InventoryItem> = []
+    for (const artifact of project.artifacts) {
+      const { entry, own } = artifact
+      if (entry.runtime === "skill") {
+        const text = readText(join(artifactLocation(project.directory, entry), "skill.md")) ?? ""
+        skills[entry.name] = text
+        inventory.push({ name: entry.name, kind: "skill", ownRuntime: own?.runtime, description: own?.description, inputSchema: undefined, skillText: text })
+        continue
+      }
+      if (entry.runtime !== "tool") continue
+      inventory.push({ name: entry.name, kind: "tool", ownRuntime: own?.runtime, description: own?.description, inputSchema: own?.inputSchema })
+      if (artifact.wasm === undefined) continue
+      const granted = yield* fromEither(toolGrant(context, entry))
+      warnings.push(...granted.warnings)
+      tools[entry.name] = { component: yield* cache.load(artifact.wasm, capped), grant: granted.grant, deadlineSeconds: limits.deadlineSeconds }
+    }
+    inventory.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+
+    let prompt: string | undefined = inference.systemPrompt
+    if (inference.systemPromptFile !== undefined) {
+      const path = resolve(project.directory, inference.systemPromptFile)
+      prompt = readText(path) ?? (yield* new ProjectError({ code: "E-RUN-009", message: `cannot read inference.system_prompt_file ${path}` }))
+    }
+    if (inference.systemPromptArtifact !== undefined) {
+      const entry = manifest.artifacts.find((candidate) => candidate.name === inference.systemPromptArtifact)!
+      prompt = skills[entry.name] ?? readText(join(artifactLocation(project.directory, entry), "skill.md"))
+    }
+    const shellCaps = manifest.capabilities.shell
+    const shell = { allow: shellCaps?.allow ?? [], baselineEnv: shellCaps?.baselineEnv ?? [], stripPatterns: shellCaps?.stripEnv ?? [] }
+    return {
+      project,
+      sessionId: options.sessionId,
+      workdir,
+      model: inference.model,
+      maxTurns: inference.maxTurns,
+      maxTokens: inference.maxTokens ?? 8192,
+      driver,
+      tools,
+      allowlist: manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
+      artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map((artifact) => ({
+        name: artifact.entry.name,
+        version: artifact.entry.version,
+        runtime: artifact.wasm === undefined ? "native" : "wasm",
+        description: artifact.own?.description ?? "",
+        tags: artifact.own?.tags ?? [],
+        inputSchema: schemaText(artifact.own?.inputSchema),
+        outputSchema: schemaText(artifact.own?.outputSchema)
+      })),
+      skills,
+      toolList: buildToolList(inventory, shell.allow, inference.systemPromptArtifact),
+      system: systemPrompt(manifest.name, manifest.version, prompt),
+      systemPromptSource: prompt === undefined ? "none" : "manifest",
+      shell,
+      runtimeVars,
+      hostEnv: options.hostEnv,
+      lifecycle: effectiveLifecycle(manifest),
+      deadlineSeconds: limits.deadlineSeconds,
+      warnings
+    } satisfies PreparedAgent
+  })

@@ -1,0 +1,263 @@
+/**
+ * One agent task (spec §4.1–§4.6): turns until `end_turn` / `max_tokens` / `max_turns` / an
+ * error. Each turn calls the driver (a `murmur:tool/run` guest in its own worker, request JSON
+ * in `input.data`, its chunks streamed into the task), then dispatches every `tool_call` in order
+ * (§4.4: shell allowlist, skill, WASM tool, else the dispatch error fed back to the model). Every
+ * tool result becomes one `artifact` event; trace lines go through `Trace`; `out/result.txt` is
+ * always written. Interruption (cancel) stops at once: the worker in flight is terminated by the
+ * Sandbox's scope, and nothing after it runs.
+ */
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect, Either } from "effect"
+import { type GuestHost, Sandbox } from "../sandbox/Sandbox.js"
+import { guestLog } from "../sandbox/ScriptLaunch.js"
+import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
+import { Shell } from "../services/Shell.js"
+import { laneOf } from "../services/Task.js"
+import { sha256Hex, Trace } from "../services/Trace.js"
+import type { TaskExitStatus } from "../services/TraceEvents.js"
+import type { PreparedAgent } from "./AgentLaunch.js"
+import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
+import {
+  assistantMessage,
+  buildRequest,
+  type Continuation,
+  fenceToolResult,
+  finalText,
+  type Message,
+  nextContinuation,
+  outgoing,
+  promptCacheKey,
+  readDriverResult,
+  resultText,
+  type ToolCall,
+  toolCalls,
+  toolMessage,
+  userMessage
+} from "./DriverProtocol.js"
+
+export interface AgentOutcome {
+  /** What `task_end` records. */
+  readonly exit: Extract<TaskExitStatus, "ok" | "failed" | "max_turns_reached">
+  /** The final answer, or "error: …" (what `out/result.txt` holds). */
+  readonly text: string
+  readonly turns: number
+}
+
+/** A host-side error: the task fails with this message (`driver invocation failed: …`). */
+export class AgentHostError extends Error {}
+
+/** Rough token estimate (the reference counts cl100k tokens; this runtime has no tokenizer). */
+const estimateTokens = (text: string) => Math.ceil(Buffer.byteLength(text) / 4)
+
+export const writeResult = (workdir: string, text: string) => {
+  mkdirSync(join(workdir, "out"), { recursive: true })
+  writeFileSync(join(workdir, "out", "result.txt"), text)
+}
+
+const noInput: GuestHost["requestInput"] = () => Effect.fail({ message: "request-input is not available to a driver" })
+
+/** Session-wide sums for `session_end`, added to as each task ends. */
+export interface SessionTotals {
+  turns: number
+  inputTokens: number
+  outputTokens: number
+  toolCalls: number
+  shellCalls: number
+  lastExit: Exclude<TaskExitStatus, "reopen_budget_exhausted">
+}
+
+export const emptyTotals = (): SessionTotals => ({ turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0, lastExit: "ok" })
+
+/** Runs one task; fails only with a host-side error (or `input-timeout`). */
+export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: TaskIO, totals: SessionTotals = emptyTotals()) =>
+  Effect.gen(function*() {
+    const sandbox = yield* Sandbox
+    const shell = yield* Shell
+    const trace = yield* Trace
+    const started = Date.now()
+    const counts: TaskCounts = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 }
+    const phase = { name: "turn" as "turn" | "inference" | "input", turn: 0 }
+    let timedOut = false
+    const log = guestLog(prepared.workdir)
+    yield* Effect.addFinalizer(() => log.close)
+
+    const traced = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.mapError((error) => new CapsuleFailure({ message: `agent loop failed: ${error.message}` })))
+    const endTask = (exit: Exclude<TaskExitStatus, "reopen_budget_exhausted">) =>
+      Effect.sync(() => {
+        totals.turns += counts.turns
+        totals.inputTokens += counts.inputTokens
+        totals.outputTokens += counts.outputTokens
+        totals.toolCalls += counts.toolCalls
+        totals.shellCalls += counts.shellCalls
+        totals.lastExit = exit
+      }).pipe(Effect.zipRight(trace.taskEnd({
+        task_id: input.taskId,
+        exit_status: exit,
+        duration_ms: Date.now() - started,
+        turns: counts.turns,
+        input_tokens: counts.inputTokens,
+        output_tokens: counts.outputTokens,
+        tool_calls: counts.toolCalls,
+        shell_calls: counts.shellCalls,
+        reopen_count: 0
+      })))
+
+    writeFileSync(join(prepared.workdir, "task.md"), input.text)
+    const taskNode = yield* traced(trace.taskStart({
+      task_id: input.taskId,
+      context_id: input.contextId,
+      source: "a2a",
+      origin: input.provenance.origin,
+      trust: input.provenance.trust,
+      lane: laneOf(input.provenance.origin),
+      message_parts_bytes: Buffer.byteLength(input.text)
+    }))
+
+    const toolHost = (): GuestHost => ({
+      text: io.text,
+      thinking: io.thinking,
+      requestInput: (prompt) =>
+        Effect.gen(function*() {
+          const before = phase.name
+          phase.name = "input"
+          const answer = yield* io.requestInput(prompt).pipe(Effect.tapError((error) => Effect.sync(() => void (timedOut ||= error.message === "input-timeout"))))
+          phase.name = before
+          return answer
+        }),
+      sendMessage: () => Effect.fail({ message: "message/send is not available to tools" }),
+      stdout: log.write,
+      stderr: log.write
+    })
+
+    const runGuest = (name: string, spec: PreparedAgent["driver"]["spec"], data: string, host: GuestHost) =>
+      sandbox.run({
+        role: { kind: "tool", name },
+        component: spec.component,
+        grant: spec.grant,
+        deadlineSeconds: spec.deadlineSeconds,
+        input: { data },
+        allowlist: prepared.allowlist,
+        tools: prepared.tools,
+        inTask: true,
+        sessionId: prepared.sessionId,
+        artifacts: prepared.artifacts,
+        host
+      })
+
+    const dispatch = (call: ToolCall, turn: number, parent: string) =>
+      dispatchTool({
+        prepared,
+        taskId: input.taskId,
+        counts,
+        shell,
+        runTool: (name, spec, data) => runGuest(name, spec, data, toolHost()),
+        timedOut: () => timedOut,
+        record: (type, parentId, fields) => traced(trace.record(type, parentId, fields))
+      }, call, turn, parent)
+
+    const loop = Effect.gen(function*() {
+      const messages: Array<Message> = [userMessage(input.text)]
+      let continuation: Continuation | undefined
+      const cacheKey = promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, input.contextId)
+      const driverHost: GuestHost = { ...toolHost(), requestInput: noInput }
+      for (let turn = 0; turn < prepared.maxTurns; turn++) {
+        phase.turn = turn
+        counts.turns = turn + 1
+        yield* io.status(`inference turn ${turn + 1}`)
+        const send = outgoing(messages, continuation, input.contextId)
+        const request = buildRequest({
+          model: prepared.model,
+          maxTokens: prepared.maxTokens,
+          messages: send.messages,
+          tools: prepared.toolList,
+          system: prepared.system,
+          continuationId: send.continuationId,
+          promptCacheKey: cacheKey
+        })
+        const body = JSON.stringify(request)
+        const inputTokens = estimateTokens(JSON.stringify({ ...request, messages }))
+        phase.name = "inference"
+        const ran = yield* Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost))
+        phase.name = "turn"
+        if (Either.isLeft(ran)) return yield* Effect.fail(new AgentHostError(ran.left.message))
+        const reply = readDriverResult(ran.right.result ?? { status: "passed", truncated: false, metadata: [] })
+        if (Either.isLeft(reply)) return yield* Effect.fail(new AgentHostError(reply.left))
+        if (reply.right._tag === "DriverFailed") return { exit: "failed", text: `error: ${reply.right.text}`, turns: turn + 1 } satisfies AgentOutcome
+        const { continuationId, raw, response } = reply.right
+        continuation = nextContinuation(continuationId, input.contextId, messages.length)
+        const calls = toolCalls(response)
+        if (Either.isLeft(calls)) return yield* Effect.fail(new AgentHostError(calls.left))
+        const outputTokens = estimateTokens(raw)
+        counts.inputTokens += inputTokens
+        counts.outputTokens += outputTokens
+        const usage = response.usage
+        const inferenceNode = yield* traced(trace.record("inference", taskNode, {
+          turn,
+          task_id: input.taskId,
+          input_tokens: inputTokens,
+          output_tokens: outputTokens,
+          decision: response.stop_reason === "tool_call" ? "tool_call" : response.stop_reason === "end_turn" ? "end_turn" : "text",
+          stop_reason: response.stop_reason,
+          tool_name: calls.right[0]?.name ?? null,
+          ...(usage?.input_tokens === undefined ? {} : { input_tokens_actual: usage.input_tokens }),
+          ...(usage?.output_tokens === undefined ? {} : { output_tokens_actual: usage.output_tokens }),
+          ...(usage?.cached_tokens === undefined ? {} : { cached_tokens: usage.cached_tokens }),
+          ...(usage?.cache_write_tokens === undefined ? {} : { cache_write_tokens: usage.cache_write_tokens }),
+          system_sha: sha256Hex(prepared.system),
+          tools_sha: sha256Hex(JSON.stringify(prepared.toolList)),
+          response_sha: sha256Hex(raw)
+        }))
+        switch (response.stop_reason) {
+          case "end_turn":
+          case "max_tokens":
+            return { exit: "ok", text: finalText(response), turns: turn + 1 } satisfies AgentOutcome
+          case "error":
+            return { exit: "failed", text: `error: ${response.error ?? ""}`, turns: turn + 1 } satisfies AgentOutcome
+          case "tool_call":
+            break
+          default:
+            return { exit: "failed", text: `error: unsupported stop_reason '${response.stop_reason}'`, turns: turn + 1 } satisfies AgentOutcome
+        }
+        if (calls.right.length === 0) {
+          return { exit: "failed", text: "error: response stop_reason=tool_call but no tool_call blocks were present", turns: turn + 1 } satisfies AgentOutcome
+        }
+        messages.push(assistantMessage(response.content))
+        for (const call of calls.right) {
+          const result = yield* dispatch(call, turn, inferenceNode)
+          const text = resultText(result)
+          yield* io.artifact(call.name, text)
+          const fenced = prepared.skills[call.name] !== undefined ? text : fenceToolResult(call.name, text)
+          messages.push(toolMessage(call.id, result.status !== "passed", fenced))
+        }
+      }
+      return { exit: "max_turns_reached", text: `error: inference loop exceeded ${prepared.maxTurns} turns`, turns: prepared.maxTurns } satisfies AgentOutcome
+    })
+
+    const outcome = yield* loop.pipe(
+      Effect.catchIf((error): error is AgentHostError => error instanceof AgentHostError, (error) =>
+        Effect.gen(function*() {
+          writeResult(prepared.workdir, `error: ${error.message}`)
+          yield* traced(endTask("failed"))
+          return yield* new CapsuleFailure({ message: `driver invocation failed: ${error.message}` })
+        })),
+      Effect.tapError((error) => error.message === "input-timeout" ? Effect.sync(() => writeResult(prepared.workdir, "error: input-timeout")).pipe(Effect.zipRight(Effect.ignore(endTask("failed")))) : Effect.void),
+      Effect.onInterrupt(() =>
+        Effect.gen(function*() {
+          writeResult(prepared.workdir, "error: task canceled")
+          yield* trace.record("task_canceled", taskNode, {
+            task_id: input.taskId,
+            turn: phase.turn,
+            phase: phase.name,
+            detached_work_ids: [],
+            delegation_ids: []
+          })
+          yield* endTask("canceled")
+        }).pipe(Effect.ignore)
+      )
+    )
+    writeResult(prepared.workdir, outcome.text)
+    yield* traced(endTask(outcome.exit))
+    return outcome
+  }).pipe(Effect.scoped)

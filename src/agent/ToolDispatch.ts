@@ -1,0 +1,124 @@
+/**
+ * Tool dispatch from the agent loop (spec §4.4), for one `tool_call` block: a `shell.allow`
+ * binary runs through the Shell, a skill answers its `skill.md`, an allowlisted WASM tool runs in
+ * a worker of its own (chunks and request-input wired to the task by the caller's `runTool`),
+ * and anything else is an `error` result the model reads. Writes the call's trace line.
+ */
+import { Effect, Either } from "effect"
+import type { ToolResultData } from "../sandbox/GuestJob.js"
+import type { GuestOutcome, ToolSpec } from "../sandbox/Sandbox.js"
+import type { SandboxError } from "../sandbox/SandboxError.js"
+import { errorResult, parseShellInput } from "../sandbox/ShellGrant.js"
+import { CapsuleFailure } from "../services/Capsule.js"
+import type { Shell } from "../services/Shell.js"
+import type { FieldsOf } from "../services/TraceEvents.js"
+import type { PreparedAgent } from "./AgentLaunch.js"
+import { metadataValue, resultText, type ToolCall } from "./DriverProtocol.js"
+
+export interface TaskCounts {
+  turns: number
+  inputTokens: number
+  outputTokens: number
+  toolCalls: number
+  shellCalls: number
+}
+
+export interface DispatchEnv {
+  readonly prepared: PreparedAgent
+  readonly taskId: string
+  readonly counts: TaskCounts
+  readonly shell: Shell["Type"]
+  readonly runTool: (name: string, spec: ToolSpec, data: string) => Effect.Effect<GuestOutcome, SandboxError>
+  /** Whether a request-input of this task timed out (the task then fails `input-timeout`). */
+  readonly timedOut: () => boolean
+  readonly record: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<string, CapsuleFailure>
+}
+
+export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, parent: string) =>
+  Effect.gen(function*() {
+    const data = JSON.stringify(call.input ?? {})
+    const began = Date.now()
+    const inputObject = typeof call.input === "object" && call.input !== null ? call.input as Record<string, unknown> : {}
+    if (env.prepared.shell.allow.includes(call.name)) {
+      env.counts.shellCalls++
+      const parsed = parseShellInput(data)
+      if (parsed._tag === "Invalid") return parsed.result
+      const outcome = yield* Effect.either(env.shell.run({
+        binary: call.name,
+        command: parsed.command,
+        workdir: env.prepared.workdir,
+        allow: env.prepared.shell.allow,
+        hostEnv: env.prepared.hostEnv,
+        baselineEnv: env.prepared.shell.baselineEnv,
+        stripPatterns: env.prepared.shell.stripPatterns,
+        runtimeVars: env.prepared.runtimeVars,
+        graceSeconds: env.prepared.lifecycle.shellGraceSecs
+      }))
+      if (Either.isLeft(outcome)) return outcome.left.toolResult
+      const done = outcome.right
+      if (done._tag === "Finished") {
+        yield* env.record("shell", parent, {
+          turn,
+          task_id: env.taskId,
+          binary: done.binary,
+          command: parsed.command,
+          exit_code: done.exitCode,
+          stdout_bytes: done.stdoutBytes,
+          stderr_bytes: done.stderrBytes,
+          duration_ms: done.durationMs
+        })
+      } else {
+        yield* env.record("shell_detached", parent, {
+          turn,
+          task_id: env.taskId,
+          work_id: done.detached.workId,
+          binary: done.detached.binary,
+          command: done.detached.command,
+          grace_ms: done.detached.graceMs
+        })
+      }
+      return done.result
+    }
+    const skill = env.prepared.skills[call.name]
+    if (skill !== undefined) {
+      yield* env.record("skill_call", parent, {
+        turn,
+        task_id: env.taskId,
+        skill_name: call.name,
+        output_bytes: Buffer.byteLength(skill),
+        duration_ms: Date.now() - began,
+        status: "ok"
+      })
+      return { status: "passed", summary: `Skill ${call.name} guidance`, data: skill, truncated: false, metadata: [] } satisfies ToolResultData
+    }
+    let result: ToolResultData
+    const spec = env.prepared.tools[call.name]
+    if (!env.prepared.allowlist.includes(call.name)) result = errorResult(`tool '${call.name}' is not declared in manifest allowlist`)
+    else if (spec === undefined) result = errorResult(`tool '${call.name}' is not available in this session`)
+    else {
+      const ran = yield* Effect.either(env.runTool(call.name, spec, data))
+      if (env.timedOut()) return yield* new CapsuleFailure({ message: "input-timeout" })
+      result = Either.isRight(ran)
+        ? ran.right.result ?? errorResult("tool returned no result")
+        : errorResult(ran.left.message)
+    }
+    env.counts.toolCalls++
+    const text = resultText(result)
+    const effect = metadataValue(result, "state_effect")
+    const resource = metadataValue(result, "resource_id")
+    yield* env.record("tool_call", parent, {
+      turn,
+      task_id: env.taskId,
+      tool_name: call.name,
+      tool_call_id: call.id,
+      input: inputObject,
+      input_bytes: Buffer.byteLength(data),
+      output: text,
+      output_bytes: Buffer.byteLength(text),
+      duration_ms: Date.now() - began,
+      status: result.status === "passed" ? "ok" : "error",
+      ...(effect === "read" || effect === "mutate" ? { state_effect: effect } : {}),
+      ...(resource === undefined ? {} : { resource_id: resource })
+    })
+    return result
+  })
