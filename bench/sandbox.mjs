@@ -1,12 +1,15 @@
 // `npm run bench:sandbox`, step 2 (step 1, bench/sandbox-fixtures.ts, builds the components):
 // the sandbox (dist/, built first by the npm script) on this machine — component loads, run
-// start, nested tool calls, cancel of a spinning guest, memory per worker and the memory cap,
-// and what a pool of pre-started workers would buy — each next to a baseline measured in the
-// same run. Prints a summary and writes bench/results/sandbox-<date>.json. Method:
-// docs/benchmarks.md, section "Sandbox". Run with --expose-gc (the npm script does).
+// start with and without a pre-started worker (`Sandbox.layer({ prestart: 1 })`), nested tool
+// calls, cancel of a spinning guest, memory per worker (idle pre-started and running) and the
+// memory cap, and where a run's start goes — each next to a baseline measured in the same run.
+// Prints a summary (with `uptime`'s load: the machine may be shared) and writes
+// bench/results/sandbox-<date>.json. Method: docs/benchmarks.md, section "Sandbox". Run with
+// --expose-gc (the npm script does).
 //
 // Knobs (environment): BENCH_PARTS=load,start,tool,cancel,memory,pool  BENCH_DATE=YYYY-MM-DD
-// LOAD_N=4 START_N=50 START_QJS_N=20 TOOL_RUNS=4 TOOL_CALLS=50 CANCEL_N=30 MEM_K=8 POOL_N=10
+// LOAD_N=4 START_N=40 START_QJS_N=15 TOOL_RUNS=4 TOOL_CALLS=50 CANCEL_N=30 MEM_K=8 POOL_N=10
+import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import { dirname, join } from "node:path"
@@ -27,8 +30,8 @@ const num = (name, fallback) => Number(env(name, fallback))
 const PARTS = new Set(env("BENCH_PARTS", "load,start,tool,cancel,memory,pool").split(","))
 const DATE = env("BENCH_DATE", new Date().toISOString().slice(0, 10))
 const LOAD_N = num("LOAD_N", 4)
-const START_N = num("START_N", 50)
-const START_QJS_N = num("START_QJS_N", 20)
+const START_N = num("START_N", 40)
+const START_QJS_N = num("START_QJS_N", 15)
 const TOOL_RUNS = num("TOOL_RUNS", 4)
 const TOOL_CALLS = num("TOOL_CALLS", 50)
 const CANCEL_N = num("CANCEL_N", 30)
@@ -38,10 +41,17 @@ const MIB = 1024 * 1024
 
 if (typeof globalThis.gc !== "function") throw new Error("run with node --expose-gc (npm run bench:sandbox does)")
 const log = (...args) => console.error(`[bench ${new Date().toISOString().slice(11, 19)} load ${os.loadavg()[0].toFixed(2)}]`, ...args)
-/** 1-minute load average when each part started (this machine may be shared: see the doc). */
+/** Load averages (1, 5, 15 min) when each part started (this machine may be shared: see the doc). */
 const loadAverages = {}
+const uptime = () => {
+  try {
+    return execFileSync("uptime", { encoding: "utf8" }).trim()
+  } catch {
+    return `load average: ${os.loadavg().map((x) => x.toFixed(2)).join(", ")}`
+  }
+}
 const beginPart = (name) => {
-  loadAverages[name] = round(os.loadavg()[0])
+  loadAverages[name] = os.loadavg().map((x) => round(x))
   log(name)
 }
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -109,7 +119,7 @@ const prepare = (dir, hostEnv = {}) =>
 const runOnce = (prepared) => run(runScript(prepared, quietHost))
 const liveWorkers = () => run(Effect.flatMap(Sandbox, (s) => s.liveWorkers()))
 
-/** The GuestJob Sandbox.run would hand its worker, for the harness worker. */
+/** The GuestJob Sandbox.spawn would post to its worker (as `{ job }`, `rpc.port` transferred). */
 const guestJob = (prepared) => {
   const channel = new MessageChannel()
   return {
@@ -127,9 +137,16 @@ const guestJob = (prepared) => {
     reply: channel.port1
   }
 }
-/** Same worker options as Sandbox.spawn. */
-const workerOptions = (workerData, transferList = []) => ({ workerData, transferList, env: {}, stdout: true, stderr: true, resourceLimits: { maxOldGenerationSizeMb: 256 } })
+/** Posts the job the way Sandbox.spawn does; returns the reply port (close it after terminate). */
+const postJob = (worker, prepared) => {
+  const { job, reply } = guestJob(prepared)
+  worker.postMessage({ job }, [job.rpc.port])
+  return reply
+}
+/** Same worker options as Sandbox.spawn (workerData only for the bench's own workers). */
+const workerOptions = (workerData) => ({ workerData, env: {}, stdout: true, stderr: true, resourceLimits: { maxOldGenerationSizeMb: 256 } })
 const harnessUrl = new URL("./sandbox-worker.mjs", import.meta.url)
+const guestWorkerUrl = pathToFileURL(join(root, "dist/sandbox/worker/GuestWorker.js"))
 const emptyUrl = new URL("./fixtures/empty-worker.mjs", import.meta.url)
 const spawnWorker = (url, options) => {
   const worker = new Worker(url, options)
@@ -149,6 +166,23 @@ const nextMessage = (worker, type) =>
     worker.once("error", reject)
   })
 
+/** GuestWorker's static import graph in dist/ (relative modules and packages): `effect` must be absent. */
+const workerGraph = () => {
+  const modules = new Set()
+  const packages = new Set()
+  const walk = (file) => {
+    if (modules.has(file)) return
+    modules.add(file)
+    for (const m of readFileSync(file, "utf8").matchAll(/^(?:import|export) [^;]*? from "([^"]+)"/gm)) {
+      if (m[1].startsWith(".")) walk(join(dirname(file), m[1]))
+      else packages.add(m[1])
+    }
+  }
+  walk(fileURLToPath(guestWorkerUrl))
+  const list = [...packages]
+  return { modules: [...modules].map((f) => f.slice(join(root, "dist").length + 1)), packages: list, effectFree: !list.some((p) => p === "effect" || p.startsWith("effect/") || p.startsWith("@effect/")) }
+}
+
 const results = {
   date: DATE,
   machine: {
@@ -161,13 +195,17 @@ const results = {
     arch: process.arch
   },
   knobs: { LOAD_N, START_N, START_QJS_N, TOOL_RUNS, TOOL_CALLS, CANCEL_N, MEM_K, POOL_N },
-  targets: { toolCallP50Ms: 5, cancelP99Ms: 20, memoryCapSlackBytes: 65536 }
+  targets: { toolCallP50Ms: 5, cancelP99Ms: 20, memoryCapSlackBytes: 65536 },
+  uptime: { start: uptime() },
+  guestWorkerGraph: workerGraph()
 }
 const summary = []
 const say = (line) => {
   summary.push(line)
   console.log(line)
 }
+say(`uptime at start: ${results.uptime.start}  (${results.machine.cpus} CPUs; compare ratios, not absolutes)`)
+say(`guest worker import graph: ${results.guestWorkerGraph.modules.length} modules, packages ${results.guestWorkerGraph.packages.join(", ")}; effect-free: ${results.guestWorkerGraph.effectFree}`)
 
 // ---------------------------------------------------------------------------------------------
 // 1. Component loads: cold (transpile + cap + compile) vs disk-warm vs memoised
@@ -242,45 +280,96 @@ const quick0 = await prepare(loopDir, { CALLS: "0" })
 const rawWorkerRun = async () => {
   const t0 = now()
   const worker = spawnWorker(emptyUrl, workerOptions(undefined))
+  const ctor = now() - t0
   await nextMessage(worker)
   const ready = now() - t0
   await worker.terminate()
-  return { total: now() - t0, ready }
+  return { total: now() - t0, ready, ctor }
+}
+/** A guest worker's boot and imports: harness spawn → "ready" (what a replacement needs before it helps). */
+const guestWorkerReady = async () => {
+  const t0 = now()
+  const worker = spawnWorker(harnessUrl, workerOptions(undefined))
+  await nextMessage(worker, "ready")
+  const ms = now() - t0
+  await worker.terminate()
+  return ms
+}
+/** Its own Sandbox with one pre-started worker (the serve path); prepared scripts come from `runtime`. */
+const prestartRuntime = (prestart = 1) => ManagedRuntime.make(Sandbox.layer({ prestart }))
+/** Gap before each measured run: enough for a pre-started replacement to have loaded (set in part 2). */
+let gapMs
+
+const measureGap = async () => {
+  const xs = []
+  for (let i = 0; i < 6; i++) xs.push(await guestWorkerReady())
+  xs.shift()
+  gapMs = Math.max(150, Math.round(Math.max(...xs) * 1.5 + 50))
+  return xs
 }
 
 if (PARTS.has("start")) {
-  beginPart("2. warm run start")
+  beginPart("2. run start: raw worker, fresh guest worker, pre-started guest worker")
   const part = {}
+  part.guestWorkerSpawnToReady = stats(await measureGap())
+  part.gapBeforeEachRunMs = gapMs
+  const pre = prestartRuntime(1)
+  const runPre = (prepared) => pre.runPromise(runScript(prepared, quietHost))
   for (let i = 0; i < 3; i++) {
     await rawWorkerRun()
     await runOnce(noop)
+    await sleep(gapMs)
+    await runPre(noop)
     await runOnce(quick0)
+    await sleep(gapMs)
+    await runPre(quick0)
   }
   const raw = []
   const rawReady = []
-  const noopRuns = []
-  const quickRuns = []
-  // Interleaved, so that drift (GC, page cache, CPU frequency) hits all three alike.
+  const rawCtor = []
+  const s = { freshNoop: [], preNoop: [], freshQuick: [], preQuick: [] }
+  const idleSeen = []
+  const timed = async (into, f) => {
+    await sleep(gapMs)
+    const t0 = now()
+    await f()
+    s[into].push(now() - t0)
+  }
+  const preTimed = async (into, prepared) => {
+    idleSeen.push(await pre.runPromise(Effect.flatMap(Sandbox, (x) => x.idleWorkers())))
+    await timed(into, () => runPre(prepared))
+  }
+  // Interleaved (order alternating), with the same gap before every run, so that drift (GC,
+  // page cache, CPU frequency, other tenants) hits fresh and pre-started alike.
   for (let i = 0; i < START_N; i++) {
+    await sleep(gapMs)
     const r = await rawWorkerRun()
     raw.push(r.total)
     rawReady.push(r.ready)
-    let t0 = now()
-    await runOnce(noop)
-    noopRuns.push(now() - t0)
+    rawCtor.push(r.ctor)
+    const pair = [() => timed("freshNoop", () => runOnce(noop)), () => preTimed("preNoop", noop)]
+    for (const f of i % 2 === 0 ? pair : pair.reverse()) await f()
     if (i % Math.max(1, Math.round(START_N / START_QJS_N)) !== 0) continue
-    t0 = now()
-    await runOnce(quick0)
-    quickRuns.push(now() - t0)
+    const pairQ = [() => timed("freshQuick", () => runOnce(quick0)), () => preTimed("preQuick", quick0)]
+    for (const f of i % 2 === 0 ? pairQ : pairQ.reverse()) await f()
   }
+  await pre.dispose()
   part.rawWorker = stats(raw)
   part.rawWorkerToFirstMessage = stats(rawReady)
-  part.noopCapsule = stats(noopRuns)
-  part.quickjsCapsule = stats(quickRuns)
-  part.samples = { raw, rawReady, noopRuns, quickRuns }
-  say(`start: raw new Worker → message → terminate: ${fmt(part.rawWorker)}`)
-  say(`start: runScript capsule-noop (WAT): ${fmt(part.noopCapsule)}  = ${round(part.noopCapsule.p50 / part.rawWorker.p50, 1)}x raw`)
-  say(`start: runScript capsule-invoke-loop CALLS=0 (QuickJS capsule + QuickJS tool loaded): ${fmt(part.quickjsCapsule)}  = ${round(part.quickjsCapsule.p50 / part.rawWorker.p50, 1)}x raw`)
+  part.rawWorkerConstructorSync = stats(rawCtor)
+  part.noopCapsule = stats(s.freshNoop)
+  part.noopCapsulePrestarted = stats(s.preNoop)
+  part.quickjsCapsule = stats(s.freshQuick)
+  part.quickjsCapsulePrestarted = stats(s.preQuick)
+  part.idleWorkersBeforePrestartedRuns = [...new Set(idleSeen)]
+  part.prestartSavesMs = { noop: round(part.noopCapsule.p50 - part.noopCapsulePrestarted.p50), quickjs: round(part.quickjsCapsule.p50 - part.quickjsCapsulePrestarted.p50) }
+  part.samples = { raw, rawReady, rawCtor, ...s }
+  say(`start: guest worker spawn → imports loaded ("ready", harness): ${fmt(part.guestWorkerSpawnToReady)}; gap before each measured run ${gapMs} ms`)
+  say(`start: raw new Worker → message → terminate: ${fmt(part.rawWorker)}  (the new Worker call itself, synchronous: p50 ${part.rawWorkerConstructorSync.p50} ms)`)
+  say(`start: runScript capsule-noop (WAT), fresh worker (prestart 0): ${fmt(part.noopCapsule)}  = ${round(part.noopCapsule.p50 / part.rawWorker.p50, 1)}x raw`)
+  say(`start: runScript capsule-noop, pre-started worker (Sandbox.layer({ prestart: 1 })): ${fmt(part.noopCapsulePrestarted)}  = ${round(part.noopCapsulePrestarted.p50 / part.rawWorker.p50, 1)}x raw; saves ${part.prestartSavesMs.noop} ms p50 (${round(part.noopCapsule.p50 / part.noopCapsulePrestarted.p50, 1)}x faster)`)
+  say(`start: runScript capsule-invoke-loop CALLS=0 (QuickJS capsule + QuickJS tool loaded), fresh: ${fmt(part.quickjsCapsule)}  = ${round(part.quickjsCapsule.p50 / part.rawWorker.p50, 1)}x raw`)
+  say(`start: same, pre-started: ${fmt(part.quickjsCapsulePrestarted)}; saves ${part.prestartSavesMs.quickjs} ms p50 (${round(part.quickjsCapsule.p50 / part.quickjsCapsulePrestarted.p50, 1)}x faster)`)
   results.start = part
 }
 
@@ -324,44 +413,46 @@ if (PARTS.has("tool")) {
   // Where a nested call's time goes: GuestWorker's runTool steps, timed in a worker.
   const tool = loopN.tools["echo-tool"]
   const worker = spawnWorker(harnessUrl, workerOptions({ breakdown: { guest: tool.component.guest, grant: tool.grant, calls: TOOL_CALLS } }))
-  const rows = (await nextMessage(worker, "breakdown")).rows.slice(1)
+  const answer = await nextMessage(worker, "breakdown")
+  const rows = answer.rows.slice(1)
   await worker.terminate()
   part.breakdown = Object.fromEntries(Object.keys(rows[0]).map((k) => [k, stats(rows.map((r) => r[k]))]))
-  part.samples = { steady, firstCall, runsN, runs0, runsAllow, breakdown: rows }
+  const reused = answer.reused.slice(1)
+  if (reused.length > 0) part.whatIfReusedInstanceRun = stats(reused)
+  if (answer.reuseError !== undefined) part.whatIfReusedInstanceError = answer.reuseError
+  part.samples = { steady, firstCall, runsN, runs0, runsAllow, breakdown: rows, reused }
   say(`tool call (invoke echo-tool, in-guest monotonic clock, calls 2..${TOOL_CALLS} of ${TOOL_RUNS} runs): ${fmt(part.perCallInGuest)}  [target p50 ≤ 5 ms: ${part.perCallInGuest.p50 <= 5 ? "met" : "MISSED"}]`)
   say(`  first call of a run: ${fmt(part.firstCallOfRun)}`)
   const b = part.breakdown
-  say(`  split (p50 ms): build WASI+murmur imports ${b.imports.p50} + instantiate ${b.instantiate.p50} (core instances ${b.coreInstances.p50}, jco glue ${b.glue.p50}) + run ${b.run.p50} = ${b.total.p50}`)
+  say(`  split (p50 ms): build WASI+murmur imports ${b.imports.p50} + instantiate ${b.instantiate.p50} (${b.instanceCount.p50} core instances ${b.coreInstances.p50}, jco glue ${b.glue.p50}) + run ${b.run.p50} = ${b.total.p50}`)
+  if (part.whatIfReusedInstanceRun !== undefined) say(`  what-if, one echo-tool instance reused (run called again, no instantiate): ${fmt(part.whatIfReusedInstanceRun)}`)
+  if (part.whatIfReusedInstanceError !== undefined) say(`  what-if, one echo-tool instance reused: failed: ${part.whatIfReusedInstanceError}`)
   say(`  host view: run with ${TOOL_CALLS} calls p50 ${part.runWithCalls.p50} ms vs 0 calls p50 ${part.runWithoutCalls.p50} ms → ${part.meanPerCallFromHost} ms/call; capsule-allowlisted run p50 ${part.capsuleAllowlistedRun.p50} ms`)
   results.tool = part
 }
 
-/** Bench-only bundles of GuestWorker (esbuild, preview2-shim external): as is, and with `effect` stubbed. */
-let bundlesMemo
-const workerBundles = () => (bundlesMemo ??= buildBundles())
-const buildBundles = async () => {
+/**
+ * What-if (bench only): GuestWorker bundled into one file with esbuild (preview2-shim external),
+ * built into .cache/bench/ at bench time: would fewer module loads shorten a fresh worker's start?
+ */
+const workerBundle = async () => {
   let esbuild
   try {
     esbuild = await import("esbuild") // vite's, present with vitest
   } catch {
-    return {}
+    return undefined
   }
-  const outdir = join(root, ".cache/bench")
-  const common = {
-    entryPoints: [join(root, "dist/sandbox/worker/GuestWorker.js")],
+  const outfile = join(root, ".cache/bench/GuestWorker.bundle.mjs")
+  await esbuild.build({
+    entryPoints: [fileURLToPath(guestWorkerUrl)],
     bundle: true,
     format: "esm",
     platform: "node",
     external: ["@bytecodealliance/preview2-shim", "@bytecodealliance/preview2-shim/*"],
-    logLevel: "error"
-  }
-  const stub = { name: "effect-stub", setup: (b) => b.onResolve({ filter: /^effect$/ }, () => ({ path: join(here, "fixtures/effect-stub.mjs") })) }
-  await esbuild.build({ ...common, outfile: join(outdir, "GuestWorker.bundle.mjs") })
-  await esbuild.build({ ...common, outfile: join(outdir, "GuestWorker.no-effect.mjs"), plugins: [stub] })
-  return {
-    "bundled GuestWorker": pathToFileURL(join(outdir, "GuestWorker.bundle.mjs")),
-    "bundled, effect stubbed": pathToFileURL(join(outdir, "GuestWorker.no-effect.mjs"))
-  }
+    logLevel: "error",
+    outfile
+  })
+  return pathToFileURL(outfile)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -443,8 +534,8 @@ if (PARTS.has("cancel")) {
   }
   const rawWasm = []
   for (let i = 0; i < Math.ceil(CANCEL_N / 3); i++) {
-    const { job, reply } = guestJob(spin)
-    const worker = spawnWorker(harnessUrl, workerOptions(job, [job.rpc.port]))
+    const worker = spawnWorker(harnessUrl, workerOptions(undefined))
+    const reply = postJob(worker, spin)
     await nextMessage(worker, "timing")
     await sleep(100)
     const t0 = now()
@@ -452,33 +543,18 @@ if (PARTS.has("cancel")) {
     rawWasm.push(now() - t0)
     reply.close()
   }
-  // What-if: the same guest worker bundled without `effect` (smaller heap to tear down).
-  const rawNoEffect = []
-  const noEffect = (await workerBundles())["bundled, effect stubbed"]
-  for (let i = 0; noEffect !== undefined && i < Math.ceil(CANCEL_N / 3); i++) {
-    const { job, reply } = guestJob(spin)
-    const base = threads()
-    const worker = spawnWorker(noEffect, workerOptions(job, [job.rpc.port]))
-    await untilSpinning(base)
-    const t0 = now()
-    await worker.terminate()
-    rawNoEffect.push(now() - t0)
-    reply.close()
-  }
   await sleep(200)
   part.interruptSpinningCapsule = stats(cancel)
-  if (rawNoEffect.length > 0) part.rawTerminateNoEffectBundle = stats(rawNoEffect)
   part.interruptSandboxRunDirect = stats(direct)
   part.rawTerminateSpinningWorker = stats(raw)
   part.rawTerminateWasmSpinningWorker = stats(rawWasm)
   part.exits = exits
   part.threadsBefore = threads0
   part.threadsAfter = threads()
-  part.samples = { cancel, direct, raw, rawWasm, rawNoEffect }
+  part.samples = { cancel, direct, raw, rawWasm }
   say(`cancel: Fiber.interrupt(runScript(capsule-spin-loop)) → worker terminated: ${fmt(part.interruptSpinningCapsule)}  [target p99 ≤ 20 ms: ${part.interruptSpinningCapsule.p99 <= 20 ? "met" : "MISSED"}]`)
   say(`  Fiber.interrupt(Sandbox.run) directly (no runScript log stream): ${fmt(part.interruptSandboxRunDirect)}`)
   say(`  raw worker.terminate(), guest spinning in wasm: ${fmt(part.rawTerminateWasmSpinningWorker)}; JS for(;;) worker: ${fmt(part.rawTerminateSpinningWorker)}`)
-  if (part.rawTerminateNoEffectBundle !== undefined) say(`  raw worker.terminate(), same guest worker bundled without effect (what-if): ${fmt(part.rawTerminateNoEffectBundle)}`)
   say(`  ratio runScript interrupt / raw wasm terminate p50 ${round(part.interruptSpinningCapsule.p50 / part.rawTerminateWasmSpinningWorker.p50, 1)}x; exits interrupted ${exits.interrupted}/${CANCEL_N}; threads ${threads0} → ${part.threadsAfter}`)
   results.cancel = part
 }
@@ -520,10 +596,15 @@ const rawWorkers = async (workerData) => {
   await Promise.all(workers.map((w) => nextMessage(w)))
   return workers
 }
-const poolWorkers = async () => {
-  const workers = Array.from({ length: MEM_K }, () => spawnWorker(harnessUrl, workerOptions({ pool: true })))
-  await Promise.all(workers.map((w) => nextMessage(w, "ready")))
-  return workers
+/** The real pool: Sandbox.layer({ prestart: MEM_K }), idle (each worker plus preview2-shim's helper thread). */
+const prestartedIdle = async () => {
+  const base = threads()
+  const pool = prestartRuntime(MEM_K)
+  const idle = await pool.runPromise(Effect.flatMap(Sandbox, (x) => x.idleWorkers()))
+  if (idle !== MEM_K) throw new Error(`prestart ${MEM_K}: ${idle} idle workers`)
+  const t0 = now()
+  while (threads() < base + 2 * MEM_K && now() - t0 < 10_000) await sleep(20)
+  return pool
 }
 const terminateAll = (workers) => Promise.all(workers.map((w) => w.terminate()))
 const sandboxRuns = (prepared) => async () => {
@@ -539,8 +620,8 @@ const interruptAll = async (fibers) => {
 
 /** Runs the balloon in the harness worker: the worker's own report of the memory it had. */
 const balloonInHarness = async (prepared) => {
-  const { job, reply } = guestJob(prepared)
-  const worker = spawnWorker(harnessUrl, workerOptions(job, [job.rpc.port]))
+  const worker = spawnWorker(harnessUrl, workerOptions(undefined))
+  const reply = postJob(worker, prepared)
   const end = await nextMessage(worker, "end")
   await worker.terminate()
   reply.close()
@@ -567,19 +648,9 @@ if (PARTS.has("memory")) {
   const part = {}
   part.rawIdleWorker = await residentCost("raw idle worker (empty script)", () => rawWorkers(undefined), terminateAll, 500)
   part.rawSpinningWorker = await residentCost("raw spinning worker (JS for(;;))", () => rawWorkers({ spin: true }), terminateAll, 500)
-  part.readyGuestWorker = await residentCost("pre-started guest worker (GuestWorker deps + preview2-shim loaded, no guest)", poolWorkers, terminateAll, 500)
+  part.prestartedIdleWorker = await residentCost(`idle pre-started guest worker (Sandbox.layer({ prestart: ${MEM_K} }), imports loaded, no guest)`, prestartedIdle, (pool) => pool.dispose(), 500)
   const spin = await prepare(capsuleDir("capsule-spin-loop"))
   part.spinLoopRun = await residentCost("Sandbox run of capsule-spin-loop (WAT, spinning)", sandboxRuns(spin), interruptAll, 1500)
-  const noEffect = (await workerBundles())["bundled, effect stubbed"]
-  if (noEffect !== undefined) {
-    const spawnSpinners = async () =>
-      Array.from({ length: MEM_K }, () => {
-        const { job, reply } = guestJob(spin)
-        reply.unref()
-        return spawnWorker(noEffect, workerOptions(job, [job.rpc.port]))
-      })
-    part.noEffectSpinLoop = await residentCost("same worker bundled without effect (what-if), capsule-spin-loop spinning", spawnSpinners, terminateAll, 1000)
-  }
   const quickSpin = await prepare(loopDir, { CALLS: "1", SPIN: "1" })
   part.quickjsSpinRun = await residentCost("Sandbox run of capsule-invoke-loop SPIN=1 (QuickJS capsule after 1 tool call, spinning)", sandboxRuns(quickSpin), interruptAll, 2500)
 
@@ -593,8 +664,8 @@ if (PARTS.has("memory")) {
     const ms = now() - t0
     const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
     const end = await balloonInHarness(prepared)
-    // GuestWorker's report: `memory: { used, refusedGrowthTo }` (older builds: `memoryBytes`).
-    const worker = { memoryBytes: end.memory?.used ?? end.memoryBytes, refusedGrowthTo: end.memory?.refusedGrowthTo }
+    // GuestWorker's report: `memory: { used, refusedGrowthTo }`.
+    const worker = { memoryBytes: end.memory?.used, refusedGrowthTo: end.memory?.refusedGrowthTo }
     const probe = pageProbe(prepared)
     const row = {
       capBytes: bytes,
@@ -615,18 +686,21 @@ if (PARTS.has("memory")) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6. Where the start time goes, and what a pool of pre-started workers would buy
+// 6. Where a run's start goes (fresh vs pre-started), back-to-back runs on one pre-started
+//    worker, and a what-if bundle
 
 if (PARTS.has("pool")) {
   beginPart("6. start split and pool")
   const part = {}
-  /** Fresh harness worker per run: where the start time goes. */
-  const split = async (prepared) => {
+  if (gapMs === undefined) await measureGap()
+  /** Harness worker, job posted at once after `new Worker` (as Sandbox.spawn does without a pool). */
+  const freshSplit = async (prepared) => {
     const rows = []
     for (let i = 0; i < POOL_N + 2; i++) {
-      const { job, reply } = guestJob(prepared)
+      await sleep(gapMs)
       const t0 = abs()
-      const worker = spawnWorker(harnessUrl, workerOptions(job, [job.rpc.port]))
+      const worker = spawnWorker(harnessUrl, workerOptions(undefined))
+      const reply = postJob(worker, prepared)
       const timing = nextMessage(worker, "timing")
       const end = await nextMessage(worker, "end")
       const t = (await timing).t
@@ -635,69 +709,89 @@ if (PARTS.has("pool")) {
       await worker.terminate()
       reply.close()
       const tEnd = abs()
-      if (i >= 2) rows.push({ boot: t.entry - t0, deps: t.deps - t.entry, componentJs: t.js - t.deps, instantiateRun: tDone - t.js, terminate: tEnd - tDone, total: tEnd - t0 })
+      if (t.js > tDone) throw new Error("harness stamped the component JS after done")
+      if (i >= 2) rows.push({ boot: t.entry - t0, imports: t.ready - t.entry, componentJs: t.js - t.job, instantiateRun: tDone - t.js, toDone: tDone - t0, terminate: tEnd - tDone, total: tEnd - t0 })
     }
     return rows
   }
-  /** Pre-started workers (a batch started together, as a pool refill would), then used one by one. */
-  const pooled = async (prepared) => {
+  /** Harness worker started ahead: "ready", then (after the gap) the job. */
+  const preSplit = async (prepared) => {
     const rows = []
-    const batch = 5
-    while (rows.length < POOL_N) {
-      const workers = Array.from({ length: batch }, () => spawnWorker(harnessUrl, workerOptions({ pool: true })))
-      await Promise.all(workers.map((w) => nextMessage(w, "ready")))
-      await sleep(50)
-      for (const worker of workers) {
-        const { job, reply } = guestJob(prepared)
-        const t0 = abs()
-        worker.postMessage(job, [job.rpc.port])
-        const timing = nextMessage(worker, "timing")
-        const end = await nextMessage(worker, "end")
-        const t = (await timing).t
-        const tDone = abs()
-        if (end.type !== "done") throw new Error(`pooled run failed: ${end.message}`)
-        await worker.terminate()
-        reply.close()
-        rows.push({ componentJs: t.js - t0, instantiateRun: tDone - t.js, toDone: tDone - t0, terminate: abs() - tDone })
-      }
-    }
-    return rows.slice(0, POOL_N)
-  }
-  /** A fresh worker on another entry (the bundles): spawn → done → terminate. */
-  const fresh = async (url, prepared) => {
-    const xs = []
     for (let i = 0; i < POOL_N + 2; i++) {
-      const { job, reply } = guestJob(prepared)
-      const t0 = now()
-      const worker = spawnWorker(url, workerOptions(job, [job.rpc.port]))
+      const worker = spawnWorker(harnessUrl, workerOptions(undefined))
+      await nextMessage(worker, "ready")
+      await sleep(gapMs)
+      const t0 = abs()
+      const reply = postJob(worker, prepared)
+      const timing = nextMessage(worker, "timing")
       const end = await nextMessage(worker, "end")
-      if (end.type !== "done") throw new Error(`bundled run failed: ${end.message}`)
+      const t = (await timing).t
+      const tDone = abs()
+      if (end.type !== "done") throw new Error(`pre-started harness run failed: ${end.message}`)
       await worker.terminate()
       reply.close()
-      if (i >= 2) xs.push(now() - t0)
+      if (i >= 2) rows.push({ deliver: t.job - t0, componentJs: t.js - t.job, instantiateRun: tDone - t.js, toDone: tDone - t0, terminate: abs() - tDone })
     }
-    return xs
+    return rows
   }
-  const bundles = await workerBundles()
+  /** spawn `url` → post job → done → terminate (no harness: the plain worker vs the what-if bundle). */
+  const plainRun = async (url, prepared) => {
+    const t0 = now()
+    const worker = spawnWorker(url, workerOptions(undefined))
+    const reply = postJob(worker, prepared)
+    const end = await nextMessage(worker, "end")
+    if (end.type !== "done") throw new Error(`run failed: ${end.message}`)
+    await worker.terminate()
+    reply.close()
+    return now() - t0
+  }
+  const bundle = await workerBundle()
   const column = (rows, key) => stats(rows.map((r) => r[key]))
+  const table = (rows) => Object.fromEntries(Object.keys(rows[0]).map((k) => [k, column(rows, k)]))
   for (const [name, prepared] of [["capsule-noop", noop], ["capsule-invoke-loop CALLS=0", quick0]]) {
-    const cold = await split(prepared)
-    const pool = await pooled(prepared)
-    const coldStats = Object.fromEntries(Object.keys(cold[0]).map((k) => [k, column(cold, k)]))
-    const poolStats = Object.fromEntries(Object.keys(pool[0]).map((k) => [k, column(pool, k)]))
-    const variants = {}
-    for (const [label, url] of Object.entries(bundles)) variants[label] = stats(await fresh(url, prepared))
-    part[name] = { fresh: coldStats, pooled: poolStats, bundles: variants, samples: { cold, pool } }
-    say(`split ${name} (fresh worker, p50 ms): boot ${coldStats.boot.p50} + GuestWorker deps ${coldStats.deps.p50} + component JS ${coldStats.componentJs.p50} + instantiate&run ${coldStats.instantiateRun.p50} (+ terminate ${coldStats.terminate.p50}) = ${coldStats.total.p50}`)
-    say(`  pre-started worker: job → done ${fmt(poolStats.toDone)} vs fresh spawn → done p50 ${round(coldStats.total.p50 - coldStats.terminate.p50)} ms`)
-    for (const [label, st] of Object.entries(variants)) say(`  fresh worker, ${label}: spawn → done → terminate ${fmt(st)}`)
+    const fresh = table(await freshSplit(prepared))
+    const pre = table(await preSplit(prepared))
+    const plain = []
+    const bundled = []
+    for (let i = 0; bundle !== undefined && i < POOL_N + 2; i++) {
+      await sleep(gapMs)
+      const a = await plainRun(guestWorkerUrl, prepared)
+      await sleep(gapMs)
+      const b = await plainRun(bundle, prepared)
+      if (i >= 2) plain.push(a), bundled.push(b)
+    }
+    part[name] = { fresh, prestarted: pre }
+    if (bundle !== undefined) part[name].whatIfBundle = { distGuestWorker: stats(plain), bundledGuestWorker: stats(bundled), samples: { plain, bundled } }
+    say(`split ${name}, fresh worker (p50 ms): boot ${fresh.boot.p50} + GuestWorker's imports ${fresh.imports.p50} + component JS ${fresh.componentJs.p50} + instantiate&run ${fresh.instantiateRun.p50} = ${fresh.toDone.p50} to done (+ terminate ${fresh.terminate.p50})`)
+    say(`  pre-started worker (p50 ms): job delivered ${pre.deliver.p50} + component JS ${pre.componentJs.p50} + instantiate&run ${pre.instantiateRun.p50} = ${pre.toDone.p50} to done (+ terminate ${pre.terminate.p50})`)
+    if (bundle !== undefined) say(`  what-if, GuestWorker bundled into one file (esbuild): spawn → done → terminate ${fmt(part[name].whatIfBundle.bundledGuestWorker)} vs dist GuestWorker.js ${fmt(part[name].whatIfBundle.distGuestWorker)}`)
   }
+  // Runs arriving faster than the pool refills: back to back on Sandbox.layer({ prestart: 1 }).
+  const pre = prestartRuntime(1)
+  await sleep(gapMs)
+  await pre.runPromise(runScript(noop, quietHost))
+  const backToBack = []
+  for (let round_ = 0; round_ < 2; round_++) {
+    await sleep(gapMs)
+    for (let i = 0; i < POOL_N; i++) {
+      const t0 = now()
+      await pre.runPromise(runScript(noop, quietHost))
+      backToBack.push({ position: i, ms: now() - t0 })
+    }
+  }
+  await pre.dispose()
+  const firstOfBurst = backToBack.filter((r) => r.position === 0).map((r) => r.ms)
+  const rest = backToBack.filter((r) => r.position > 0).map((r) => r.ms)
+  part.backToBack = { firstOfBurst: stats(firstOfBurst), following: stats(rest), samples: backToBack }
+  say(`back to back on prestart 1, capsule-noop: first of a burst ${fmt(part.backToBack.firstOfBurst)}; following runs (their worker still booting) ${fmt(part.backToBack.following)}`)
   results.pool = part
 }
 
 await runtime.dispose()
 rmSync(scratch, { recursive: true, force: true })
-results.loadAverage1m = { ...loadAverages, end: round(os.loadavg()[0]) }
+results.loadAverages = { note: "1, 5, 15 min at the start of each part", ...loadAverages, end: os.loadavg().map((x) => round(x)) }
+results.uptime.end = uptime()
+say(`uptime at end: ${results.uptime.end}`)
 results.summary = summary
 mkdirSync(join(here, "results"), { recursive: true })
 const out = join(here, "results", `sandbox-${DATE}.json`)
