@@ -111,21 +111,21 @@ const pin = (directory: string, artifacts: ReadonlyArray<ResolvedArtifact>) =>
     }
   })
 
-/** `env` answers the manifest's `${VAR}` references (the host's environment). */
-export const loadProject = (directory: string, env: Readonly<Record<string, string | undefined>> = {}) =>
+type HostEnv = Readonly<Record<string, string | undefined>>
+
+/** The directory's `murmur.yaml`, parsed; `env` answers its `${VAR}` references. */
+const readManifest = (root: string, env: HostEnv) =>
   Effect.gen(function*() {
-    const root = resolve(directory)
     const manifestPath = join(root, "murmur.yaml")
     if (!existsSync(manifestPath)) return yield* fail("E-RUN-002", `no murmur.yaml in ${root}`)
     const parsed = parseManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")), { path: manifestPath, env })
     if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, parsed.left.message)
-    const { manifest, warnings } = parsed.right
-    if (isAgentCapsule(manifest)) {
-      return yield* fail("E-RUN-005", `${manifest.name} is an agent capsule (it has an inference: block); this runtime runs script capsules so far`)
-    }
-    const componentPath = yield* rootWasm(root, `no capsule component in ${root}: expected capsule.wasm or exactly one root *.wasm`)
-    const component = { path: componentPath, bytes: yield* io(`cannot read ${componentPath}`, () => readFile(componentPath)) }
-    const wanted = manifest.artifacts.filter((entry) => entry.runtime === "tool")
+    return parsed.right
+  })
+
+/** Resolves the entries (all of them, or E-RUN-008 naming the missing ones) and pins registry ones. */
+const resolveAll = (root: string, wanted: ReadonlyArray<ArtifactEntry>) =>
+  Effect.gen(function*() {
     const found = yield* Effect.forEach(wanted, (entry) => resolveArtifact(root, entry))
     const missing = wanted.filter((_, i) => found[i] === undefined)
     if (missing.length > 0) {
@@ -133,6 +133,20 @@ export const loadProject = (directory: string, env: Readonly<Record<string, stri
     }
     const artifacts = found.filter((artifact): artifact is ResolvedArtifact => artifact !== undefined)
     yield* pin(root, artifacts)
+    return artifacts
+  })
+
+/** A script capsule's directory: its component and its tools. */
+export const loadProject = (directory: string, env: HostEnv = {}) =>
+  Effect.gen(function*() {
+    const root = resolve(directory)
+    const { manifest, warnings } = yield* readManifest(root, env)
+    if (isAgentCapsule(manifest)) {
+      return yield* fail("E-RUN-005", `${manifest.name} is an agent capsule (it has an inference: block); this runtime runs script capsules so far`)
+    }
+    const componentPath = yield* rootWasm(root, `no capsule component in ${root}: expected capsule.wasm or exactly one root *.wasm`)
+    const component = { path: componentPath, bytes: yield* io(`cannot read ${componentPath}`, () => readFile(componentPath)) }
+    const artifacts = yield* resolveAll(root, manifest.artifacts.filter((entry) => entry.runtime === "tool"))
     return { directory: root, manifest, warnings, component, artifacts } satisfies CapsuleProject
   })
 
@@ -141,23 +155,15 @@ export const loadProject = (directory: string, env: Readonly<Record<string, stri
  * driver and skills resolved like a script capsule's tools, registry ones pinned. Skills resolve
  * to their directory (no `.wasm`).
  */
-export const loadAgentProject = (directory: string, env: Readonly<Record<string, string | undefined>> = {}) =>
+export const loadAgentProject = (directory: string, env: HostEnv = {}) =>
   Effect.gen(function*() {
     const root = resolve(directory)
-    const manifestPath = join(root, "murmur.yaml")
-    if (!existsSync(manifestPath)) return yield* fail("E-RUN-002", `no murmur.yaml in ${root}`)
-    const parsed = parseManifest(yield* io(`cannot read ${manifestPath}`, () => readFile(manifestPath, "utf8")), { path: manifestPath, env })
-    if (Either.isLeft(parsed)) return yield* fail(parsed.left.code, parsed.left.message)
-    const { manifest, warnings } = parsed.right
+    const { manifest, warnings } = yield* readManifest(root, env)
     if (!isAgentCapsule(manifest)) return yield* fail("E-RUN-005", `${manifest.name} is not an agent capsule (it has no inference: block)`)
-    const wanted = manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill")
-    const found = yield* Effect.forEach(wanted, (entry) => resolveArtifact(root, entry))
-    const missing = wanted.filter((_, i) => found[i] === undefined)
-    if (missing.length > 0) {
-      return yield* fail("E-RUN-008", `missing artifacts: ${missing.map((entry) => `${entry.name}@${entry.version}`).join(", ")}`)
-    }
-    const artifacts = found.filter((artifact): artifact is ResolvedArtifact => artifact !== undefined)
-    yield* pin(root, artifacts)
+    const artifacts = yield* resolveAll(
+      root,
+      manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill")
+    )
     return { directory: root, manifest, warnings, component: undefined, artifacts } satisfies CapsuleProject
   })
 
