@@ -1,22 +1,23 @@
 /**
  * `serve [dir]`: a long-lived session behind the door. Without a directory it serves the
  * embedded scripted capsule; with one, that script capsule (one task at a time: its tasks share
- * the workdir). With `--json`, stdout carries exactly one line once the door listens.
+ * the workdir) or that agent capsule (./AgentServe.ts). With `--json`, stdout carries exactly one
+ * line once the door listens.
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Layer, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
 import { ScriptedSessionLive, SessionLive, type SessionOptions } from "../layers/Main.js"
-import { loadProject } from "../sandbox/CapsuleProject.js"
-import type { Lifecycle } from "../sandbox/Manifest.js"
+import { loadAnyProject } from "../sandbox/CapsuleProject.js"
 import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
 import { prepareScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
+import { agentSession, inputTimeoutMs } from "./AgentServe.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
-const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A script capsule directory"), Args.optional)
+const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A capsule directory (script or agent)"), Args.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
 const port = Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port to bind (0: any free port)"))
 const acceptance = Options.choice("task-acceptance", ["none", "single", "queue"] as const).pipe(
@@ -27,14 +28,8 @@ const queueDepth = Options.integer("queue-depth").pipe(Options.withDefault(32), 
 const maxActive = Options.integer("max-active").pipe(Options.withDefault(4), Options.withDescription("Most tasks running at once (a script capsule runs one)"))
 const maxBody = Options.integer("max-body-bytes").pipe(Options.withDefault(1024 * 1024), Options.withDescription("Largest request body"))
 const retain = Options.integer("retain-tasks").pipe(Options.withDefault(1000), Options.withDescription("Finished tasks kept for tasks/get"))
-const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir of a script capsule (default <dir>/workdir/<session>)"), Options.optional)
+const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir of a capsule from a directory (default <dir>/workdir/<session>)"), Options.optional)
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
-
-/** A script capsule's `lifecycle.input_timeout_secs` (the block is otherwise read by the agent loop). */
-const inputTimeoutMs = (lifecycle: Lifecycle | undefined): number | undefined => {
-  const value = lifecycle?.inputTimeoutSecs
-  return value !== undefined && value > 0 ? value * 1000 : undefined
-}
 
 const announce = (json: boolean, extra: Record<string, string>) =>
   Effect.gen(function*() {
@@ -69,7 +64,27 @@ export const serveCommand = Command.make(
     const directory = options.dir.value
     return Effect.gen(function*() {
       const hostEnv = yield* HostEnvironment
-      const project = yield* loadProject(directory, hostEnv.env)
+      const loaded = yield* loadAnyProject(directory, hostEnv.env)
+      if (loaded.kind === "agent") {
+        const agent = yield* agentSession(loaded.project, {
+          sessionId: mintId("ses"),
+          host: options.host,
+          port: options.port,
+          maxBodyBytes: options.maxBody,
+          retainTerminal: options.retain,
+          workdir: Option.getOrUndefined(options.workdir),
+          hostEnv: hostEnv.env
+        })
+        for (const warning of agent.warnings) yield* Console.error(warning)
+        return yield* announce(options.json, { workdir: agent.workdir }).pipe(
+          Effect.provide(Layer.fresh(agent.layer)),
+          Effect.catchTags({
+            ServeError: bindFailure,
+            TraceWriteFailed: (error) => reportLaunchFailure(error.code, error.message, options.json, agent.workdir)
+          })
+        )
+      }
+      const project = loaded.project
       const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
       for (const warning of prepared.warnings) yield* Console.error(warning)
       const layer = SessionLive(ScriptCapsule.layer(prepared), {

@@ -136,18 +136,43 @@ const resolveAll = (root: string, wanted: ReadonlyArray<ArtifactEntry>) =>
     return artifacts
   })
 
-/** A script capsule's directory: its component and its tools. */
-export const loadProject = (directory: string, env: HostEnv = {}) =>
+type Manifested = { readonly root: string; readonly manifest: CapsuleManifest; readonly warnings: ReadonlyArray<ManifestWarning> }
+
+const scriptProject = ({ manifest, root, warnings }: Manifested) =>
   Effect.gen(function*() {
-    const root = resolve(directory)
-    const { manifest, warnings } = yield* readManifest(root, env)
-    if (isAgentCapsule(manifest)) {
-      return yield* fail("E-RUN-005", `${manifest.name} is an agent capsule (it has an inference: block); this runtime runs script capsules so far`)
-    }
     const componentPath = yield* rootWasm(root, `no capsule component in ${root}: expected capsule.wasm or exactly one root *.wasm`)
     const component = { path: componentPath, bytes: yield* io(`cannot read ${componentPath}`, () => readFile(componentPath)) }
     const artifacts = yield* resolveAll(root, manifest.artifacts.filter((entry) => entry.runtime === "tool"))
     return { directory: root, manifest, warnings, component, artifacts } satisfies CapsuleProject
+  })
+
+const agentProject = ({ manifest, root, warnings }: Manifested) =>
+  Effect.gen(function*() {
+    const artifacts = yield* resolveAll(
+      root,
+      manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill")
+    )
+    return { directory: root, manifest, warnings, component: undefined, artifacts } satisfies CapsuleProject
+  })
+
+const manifested = (directory: string, env: HostEnv) =>
+  Effect.gen(function*() {
+    const root = resolve(directory)
+    const { manifest, warnings } = yield* readManifest(root, env)
+    return { root, manifest, warnings } satisfies Manifested
+  })
+
+/** A script capsule's directory: its component and its tools. */
+export const loadProject = (directory: string, env: HostEnv = {}) =>
+  Effect.gen(function*() {
+    const read = yield* manifested(directory, env)
+    if (isAgentCapsule(read.manifest)) {
+      return yield* fail(
+        "E-RUN-005",
+        `${read.manifest.name} is an agent capsule (it has an inference: block); \`run\` does not run agent capsules yet — use \`serve <dir>\` for now`
+      )
+    }
+    return yield* scriptProject(read)
   })
 
 /**
@@ -157,14 +182,18 @@ export const loadProject = (directory: string, env: HostEnv = {}) =>
  */
 export const loadAgentProject = (directory: string, env: HostEnv = {}) =>
   Effect.gen(function*() {
-    const root = resolve(directory)
-    const { manifest, warnings } = yield* readManifest(root, env)
-    if (!isAgentCapsule(manifest)) return yield* fail("E-RUN-005", `${manifest.name} is not an agent capsule (it has no inference: block)`)
-    const artifacts = yield* resolveAll(
-      root,
-      manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill")
-    )
-    return { directory: root, manifest, warnings, component: undefined, artifacts } satisfies CapsuleProject
+    const read = yield* manifested(directory, env)
+    if (!isAgentCapsule(read.manifest)) return yield* fail("E-RUN-005", `${read.manifest.name} is not an agent capsule (it has no inference: block)`)
+    return yield* agentProject(read)
+  })
+
+/** Either kind of capsule directory, the manifest read once: `agent` when it has an `inference:` block. */
+export const loadAnyProject = (directory: string, env: HostEnv = {}) =>
+  Effect.gen(function*() {
+    const read = yield* manifested(directory, env)
+    return isAgentCapsule(read.manifest)
+      ? { kind: "agent" as const, project: yield* agentProject(read) }
+      : { kind: "script" as const, project: yield* scriptProject(read) }
   })
 
 /** Where an entry's files live: its `source:`, else the registry path. */

@@ -1,0 +1,61 @@
+/**
+ * `serve <dir>` for an agent capsule (a manifest with `inference:`): the agent loop behind the
+ * door, one task at a time. The manifest's `lifecycle:` decides task acceptance (`queue` when the
+ * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
+ * the session's `trace.jsonl` is written in its workdir under `trace.capture`.
+ *
+ * `MURMUR_CAPSULE_URL` is fixed when the tools are prepared, before the door binds: it is set
+ * (`localhost:<port>`) only when `--port` names a port, and left unset for `--port 0`.
+ */
+import { Effect, Layer } from "effect"
+import { AgentCapsule } from "../agent/AgentCapsule.js"
+import { prepareAgent } from "../agent/AgentLaunch.js"
+import { SessionLive, type SessionOptions } from "../layers/Main.js"
+import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
+import { Shell } from "../services/Shell.js"
+import { Trace } from "../services/Trace.js"
+
+/** `lifecycle.input_timeout_secs` in milliseconds (absent or 0: wait forever). */
+export const inputTimeoutMs = (lifecycle: Lifecycle | undefined): number | undefined => {
+  const value = lifecycle?.inputTimeoutSecs
+  return value !== undefined && value > 0 ? value * 1000 : undefined
+}
+
+export interface AgentServeOptions {
+  readonly sessionId: string
+  readonly host: string
+  readonly port: number
+  readonly maxBodyBytes: number
+  readonly retainTerminal: number
+  readonly workdir: string | undefined
+  readonly hostEnv: Readonly<Record<string, string | undefined>>
+}
+
+/** Prepares the agent capsule and returns its session layer (door included), its workdir and its warnings. */
+export const agentSession = (project: CapsuleProject, options: AgentServeOptions) =>
+  Effect.gen(function*() {
+    const prepared = yield* prepareAgent(project, {
+      sessionId: options.sessionId,
+      workdir: options.workdir,
+      hostEnv: options.hostEnv,
+      capsuleUrl: options.port > 0 ? `localhost:${options.port}` : undefined
+    })
+    const { manifest } = project
+    const session: SessionOptions = {
+      sessionId: prepared.sessionId,
+      door: {
+        host: options.host,
+        port: options.port,
+        acceptance: manifest.lifecycle?.taskAcceptance ?? "queue",
+        maxBodyBytes: options.maxBodyBytes
+      },
+      registry: { queueDepth: prepared.lifecycle.queueDepth, maxActive: 1, retainTerminal: options.retainTerminal },
+      runner: { inputTimeoutMs: inputTimeoutMs(prepared.lifecycle) }
+    }
+    const capsule = AgentCapsule.layer(prepared).pipe(Layer.provide(Shell.layer()))
+    const layer = SessionLive(capsule, session).pipe(
+      Layer.provide(Trace.layer({ directory: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) }))
+    )
+    return { layer, workdir: prepared.workdir, warnings: prepared.warnings }
+  })

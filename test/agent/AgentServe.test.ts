@@ -1,0 +1,170 @@
+/**
+ * `serve <agent dir> --json` through the CLI binary (`npm run build` first): the scripted driver
+ * fixture behind the door, the manifest's lifecycle applied, trace.jsonl in the workdir, and a
+ * clean SIGTERM. Also `run <agent dir>`, still refused with E-RUN-005.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { existsSync, readFileSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { type AgentDirOptions, cliCacheDir, exitEvent, makeAgentCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
+import { referenceMessage, rpc, waitForState } from "../lib/Door.js"
+import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
+
+const main = new URL("../../dist/main.js", import.meta.url).pathname
+const cleanups: Array<() => Promise<void> | void> = []
+const streams: Array<NodeStream> = []
+
+afterEach(async () => {
+  for (const stream of streams.splice(0)) stream.destroy()
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const agentDir = async (options: AgentDirOptions) => {
+  const dir = await makeAgentCapsuleDir(options)
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+interface ServeProcess {
+  readonly child: ChildProcessWithoutNullStreams
+  readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string }
+  readonly stdout: () => string
+  readonly stderr: () => string
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+}
+
+const serveCli = (dir: string, env: Record<string, string> = {}): Promise<ServeProcess> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [main, "serve", dir, "--json"], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+      child.on("exit", (code, signal) => done({ code, signal }))
+    )
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL")
+        await exited
+      }
+    })
+    const timer = setTimeout(() => reject(new Error(`serve did not listen within 30 s; stderr: ${stderr}`)), 30_000)
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk
+      const end = stdout.indexOf("\n")
+      if (end < 0) return
+      clearTimeout(timer)
+      try {
+        resolve({ child, listening: JSON.parse(stdout.slice(0, end)), stdout: () => stdout, stderr: () => stderr, exited })
+      } catch (error) {
+        reject(error)
+      }
+    })
+    void exited.then(({ code }) => {
+      clearTimeout(timer)
+      reject(new Error(`serve exited (${code}) before listening; stderr: ${stderr}`))
+    })
+  })
+
+const traceLines = (workdir: string): Array<Record<string, any>> =>
+  readFileSync(join(workdir, "trace.jsonl"), "utf8").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line))
+
+const text = (value: string) => ({ type: "text", text: value })
+const call = (id: string, name: string, input: unknown) => ({ type: "tool_call", id, name, input })
+
+describe("serve <agent dir> --json (CLI)", () => {
+  it("serves the agent loop: listening line, blocking send, watched chunks and artifact, trace, SIGTERM exits 0", async () => {
+    const dir = await agentDir({
+      driverConfig: {
+        chunks: true,
+        replies: [
+          { stop_reason: "tool_call", content: [text("Checking. "), call("c1", "echo-tool", { msg: "hi" })] },
+          { stop_reason: "end_turn", content: [text("All done here.")] }
+        ]
+      },
+      tools: { "echo-tool": "echo-tool" }
+    })
+    const served = await serveCli(dir)
+    const { listening } = served
+    expect(Object.keys(listening).sort()).toEqual(["event", "session_id", "url", "workdir"])
+    expect(listening.event).toBe("listening")
+    expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
+    expect(listening.session_id).toMatch(/^ses_[0-9a-f]{32}$/)
+    expect(listening.workdir).toBe(join(dir, "workdir", listening.session_id))
+    const card = await (await fetch(new URL(".well-known/agent-card.json", listening.url))).json()
+    expect(card).toMatchObject({ name: "test-agent", version: "0.1.0" })
+
+    const watch = await nodeStream(listening.url, "stream/watch", {})
+    streams.push(watch)
+    const ack = await readUntil(watch.events, (event) => event.event === "connection-ack", 5_000)
+    expect(dataOf(ack.at(-1)!)).toMatchObject({ role: "observer", conversation_mode: "stateless" })
+
+    const reply = await rpc(listening.url, "message/send", { message: referenceMessage("do it"), configuration: { blocking: true } })
+    expect(reply.body.error).toBeUndefined()
+    const id = reply.body.result.id
+    expect(reply.body.result.status.state).toBe("completed")
+    expect(JSON.stringify(reply.body.result)).toContain("All done here.")
+    expect(readFileSync(join(listening.workdir, "out", "result.txt"), "utf8")).toBe("All done here.")
+
+    const frames = await readUntil(watch.events, (event) => event.event === "status" && dataOf(event).final === true, 10_000)
+    const texts = frames.filter((event) => event.event === "text").map(dataOf)
+    expect(texts.filter((frame) => !frame.final).map((frame) => frame.text).join("")).toBe("Checking. All done here.")
+    const artifacts = frames.filter((event) => event.event === "artifact").map(dataOf)
+    expect(artifacts).toEqual([{ id, artifact: { tool_name: "echo-tool", content: "{\"msg\":\"hi\"}" } }])
+    expect(dataOf(frames.at(-1)!)).toMatchObject({ id, status: { state: "completed", message: "session ended", response: "All done here." }, final: true })
+
+    const types = traceLines(listening.workdir).map((line) => line.event_type)
+    expect(types[0]).toBe("session_start")
+    expect(types).toContain("task_start")
+    expect(types.at(-1)).toBe("task_end")
+    expect(traceLines(listening.workdir)[0]).toMatchObject({ session_id: listening.session_id, capsule_name: "test-agent", model: "scripted" })
+
+    served.child.kill("SIGTERM")
+    expect(await served.exited).toEqual({ code: 0, signal: null })
+    expect(served.stdout().trim().split("\n")).toHaveLength(1)
+    const end = traceLines(listening.workdir).at(-1)!
+    expect(end).toMatchObject({ event_type: "session_end", total_turns: 2, total_tool_calls: 1, exit_status: "ok" })
+  })
+
+  it("takes task acceptance from the manifest's lifecycle: `none` starts no task", async () => {
+    const dir = await agentDir({ driverConfig: { replies: [] }, extra: "lifecycle:\n  task_acceptance: none\n" })
+    const served = await serveCli(dir)
+    const reply = await rpc(served.listening.url, "message/send", { message: referenceMessage("x") })
+    expect(reply.body.error.code).toBe(-32601)
+    served.child.kill("SIGTERM")
+    expect(await served.exited).toEqual({ code: 0, signal: null })
+    expect(traceLines(served.listening.workdir).map((line) => line.event_type)).toEqual(["session_start", "session_end"])
+  })
+
+  it("applies lifecycle.input_timeout_secs: an unanswered request-input fails the task with input-timeout", async () => {
+    const dir = await agentDir({
+      driverConfig: { replies: [{ stop_reason: "tool_call", content: [call("c1", "ask", "Pick?")] }, { stop_reason: "end_turn", content: [text("never")] }] },
+      tools: { ask: "request-input-tool" },
+      extra: "lifecycle:\n  task_acceptance: queue\n  input_timeout_secs: 1\n"
+    })
+    const served = await serveCli(dir)
+    const { url } = served.listening
+    const sent = (await rpc(url, "message/send", { message: referenceMessage("choose") })).body.result
+    await waitForState(url, sent.id, ["input-required"], 15_000)
+    await waitForState(url, sent.id, ["failed"], 5_000)
+    expect(readFileSync(join(served.listening.workdir, "out", "result.txt"), "utf8")).toBe("error: input-timeout")
+    served.child.kill("SIGTERM")
+    expect(await served.exited).toEqual({ code: 0, signal: null })
+  })
+})
+
+describe("run <agent dir> (CLI)", () => {
+  it("is refused with E-RUN-005, pointing at `serve <dir>`", async () => {
+    const dir = await agentDir({ driverConfig: { replies: [] } })
+    const run = await runCli(["run", dir, "--json"])
+    expect(run.code).toBe(1)
+    const exit = exitEvent(run)
+    expect(exit.error.code).toBe("E-RUN-005")
+    expect(exit.error.message).toContain("use `serve <dir>` for now")
+    expect(existsSync(join(dir, "workdir"))).toBe(false)
+  })
+})
