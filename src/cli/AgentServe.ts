@@ -14,6 +14,7 @@ import { SessionLive, type SessionOptions } from "../layers/Main.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
 import { Shell } from "../services/Shell.js"
+import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../services/Trace.js"
 
 /** `lifecycle.input_timeout_secs` in milliseconds (absent or 0: wait forever). */
@@ -30,6 +31,8 @@ export interface AgentServeOptions {
   readonly retainTerminal: number
   readonly workdir: string | undefined
   readonly hostEnv: Readonly<Record<string, string | undefined>>
+  /** Overrides the manifest's task acceptance (`run`: the door's and the registry's). */
+  readonly acceptance?: { readonly door: TaskAcceptance; readonly registry: TaskAcceptance }
 }
 
 /** Prepares the agent capsule and returns its session layer (door included), its workdir and its warnings. */
@@ -47,10 +50,15 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       door: {
         host: options.host,
         port: options.port,
-        acceptance: manifest.lifecycle?.taskAcceptance ?? "queue",
+        acceptance: options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue",
         maxBodyBytes: options.maxBodyBytes
       },
-      registry: { queueDepth: prepared.lifecycle.queueDepth, maxActive: 1, retainTerminal: options.retainTerminal },
+      registry: {
+        ...(options.acceptance === undefined ? {} : { acceptance: options.acceptance.registry }),
+        queueDepth: prepared.lifecycle.queueDepth,
+        maxActive: 1,
+        retainTerminal: options.retainTerminal
+      },
       runner: { inputTimeoutMs: inputTimeoutMs(prepared.lifecycle) }
     }
     const capsule = AgentCapsule.layer(prepared).pipe(Layer.provide(Shell.layer()))

@@ -1,24 +1,48 @@
 /**
  * `run <dir>`: runs a script capsule's `run()` once, like the reference's `mur run`: prints
  * `status:  ok` and `workdir: <path>` (exit 0), or the error code and message (exit 1). With
- * `--json`, the last stdout line is the `exit` event.
+ * `--json`, the last stdout line is the `exit` event. An agent capsule runs one task with its
+ * door listening (./AgentRun.ts).
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
-import { loadProject } from "../sandbox/CapsuleProject.js"
+import { loadAnyProject } from "../sandbox/CapsuleProject.js"
 import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
+import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
 const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir (default <dir>/workdir/<session>)"), Options.optional)
 const json = Options.boolean("json").pipe(Options.withDescription("End with one JSON exit event on stdout"))
+const task = Options.text("task").pipe(Options.withDescription("An agent capsule's task (else <workdir>/task.md, else the first A2A task)"), Options.optional)
+const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address an agent capsule's door binds"))
+const port = Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port an agent capsule's door binds (0: any free port)"))
+const idleTimeout = Options.integer("idle-timeout").pipe(
+  Options.withDefault(defaultIdleTimeoutSecs),
+  Options.withDescription("Seconds an agent capsule waits for its first A2A task")
+)
 
-export const runCommand = Command.make("run", { dir, workdir, json }, (options) =>
+export const runCommand = Command.make("run", { dir, workdir, json, task, host, port, idleTimeout }, (options) =>
   Effect.gen(function*() {
     const hostEnv = yield* HostEnvironment
-    const project = yield* loadProject(options.dir, hostEnv.env)
+    const loaded = yield* loadAnyProject(options.dir, hostEnv.env)
+    if (loaded.kind === "agent") {
+      return yield* agentRun(loaded.project, {
+        sessionId: mintId("ses"),
+        host: options.host,
+        port: options.port,
+        maxBodyBytes: 1024 * 1024,
+        retainTerminal: 1000,
+        workdir: Option.getOrUndefined(options.workdir),
+        hostEnv: hostEnv.env,
+        task: Option.getOrUndefined(options.task),
+        idleTimeoutSecs: options.idleTimeout,
+        json: options.json
+      })
+    }
+    const project = loaded.project
     const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
     for (const warning of prepared.warnings) yield* Console.error(warning)
     const outcome = yield* runScript(prepared, {
@@ -35,4 +59,4 @@ export const runCommand = Command.make("run", { dir, workdir, json }, (options) 
     }
     if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir }))
     else yield* Console.log(`status:  ok\nworkdir: ${prepared.workdir}`)
-  }).pipe((effect) => launching(effect, options.json))).pipe(Command.withDescription("Run a script capsule once"))
+  }).pipe((effect) => launching(effect, options.json))).pipe(Command.withDescription("Run a capsule once: a script capsule's run(), or one agent task"))

@@ -18,7 +18,8 @@ export interface SessionOptions {
   /** The session's `ses_` id, when the caller minted it already. */
   readonly sessionId?: string
   readonly door?: Partial<DoorSettings>
-  readonly registry?: Partial<Omit<TaskRegistryConfig, "acceptance">>
+  /** The registry's settings; its `acceptance` defaults to the door's. */
+  readonly registry?: Partial<TaskRegistryConfig>
   readonly runner?: Partial<TaskRunnerConfig>
   readonly eventLog?: Partial<EventLogConfig>
 }
@@ -28,7 +29,7 @@ export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options
   const acceptance = options.door?.acceptance ?? defaultDoorSettings.acceptance
   const residue = Layer.merge(DetachedRegistry.layer, DelegationTracker.layer)
   const base = Layer.mergeAll(
-    TaskRegistry.layer({ ...options.registry, acceptance }),
+    TaskRegistry.layer({ acceptance, ...options.registry }),
     EventLog.layer(options.eventLog),
     residue,
     capsule.pipe(Layer.provide(residue))

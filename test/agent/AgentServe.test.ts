@@ -1,13 +1,13 @@
 /**
  * `serve <agent dir> --json` through the CLI binary (`npm run build` first): the scripted driver
  * fixture behind the door, the manifest's lifecycle applied, trace.jsonl in the workdir, and a
- * clean SIGTERM. Also `run <agent dir>`, still refused with E-RUN-005.
+ * clean SIGTERM. (`run <agent dir>`: AgentRun.test.ts.)
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { type AgentDirOptions, cliCacheDir, exitEvent, makeAgentCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
+import { type AgentDirOptions, cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc, waitForState } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
 
@@ -154,17 +154,5 @@ describe("serve <agent dir> --json (CLI)", () => {
     expect(readFileSync(join(served.listening.workdir, "out", "result.txt"), "utf8")).toBe("error: input-timeout")
     served.child.kill("SIGTERM")
     expect(await served.exited).toEqual({ code: 0, signal: null })
-  })
-})
-
-describe("run <agent dir> (CLI)", () => {
-  it("is refused with E-RUN-005, pointing at `serve <dir>`", async () => {
-    const dir = await agentDir({ driverConfig: { replies: [] } })
-    const run = await runCli(["run", dir, "--json"])
-    expect(run.code).toBe(1)
-    const exit = exitEvent(run)
-    expect(exit.error.code).toBe("E-RUN-005")
-    expect(exit.error.message).toContain("use `serve <dir>` for now")
-    expect(existsSync(join(dir, "workdir"))).toBe(false)
   })
 })

@@ -207,7 +207,7 @@ describe("validate and agent capsules", () => {
     expect(report.errors[0].message).toContain("must be greater than zero")
   })
 
-  it("run refuses an agent capsule clearly (the agent loop is not in this runtime yet)", async () => {
+  it("run loads an agent capsule as one (its missing driver is E-RUN-008), the key never printed", async () => {
     const dir = await makeCapsuleDir({
       capsule: "capsule-trap",
       extra: "inference:\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n  api_key: ${MY_TEST_KEY}\n  driver:\n    artifact: drv\n",
@@ -216,7 +216,7 @@ describe("validate and agent capsules", () => {
     writeFileSync(join(dir, "murmur.yaml"), readFileSync(join(dir, "murmur.yaml"), "utf8").replace("artifacts: []", "artifacts:\n  - name: drv\n    version: 0.1.0\n    runtime: driver"))
     const run = await runCli(["run", dir, "--json"], { MY_TEST_KEY: "sk-secret-value" })
     expect(run.code).toBe(1)
-    expect(exitEvent(run).error.code).toBe("E-RUN-005")
+    expect(exitEvent(run).error.code).toBe("E-RUN-008")
     expect(run.stdout + run.stderr).not.toContain("sk-secret-value")
   })
 })

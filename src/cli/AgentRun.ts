@@ -1,0 +1,126 @@
+/**
+ * `run <agent dir>`: one task through the agent session, the door listening while it runs, then
+ * the session ends (`after_task: exit`). The task is `--task TEXT`, else an existing
+ * `<workdir>/task.md`, else the first A2A task within the idle window (`--idle-timeout`, 30 s by
+ * default; on expiry E-RUN-011 and no task runs). Under `task_acceptance: none` the door starts no
+ * task, so only a local task runs. Exit 0 only when the task completed.
+ */
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Console, Duration, Effect, Layer, Option } from "effect"
+import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { mintId } from "../services/Ids.js"
+import { SessionIdentity } from "../services/SessionIdentity.js"
+import { isTerminal, type Task } from "../services/Task.js"
+import { TaskRegistry } from "../services/TaskRegistry.js"
+import { TaskRunner } from "../services/TaskRunner.js"
+import { agentSession, type AgentServeOptions } from "./AgentServe.js"
+import { exitWith } from "./Exit.js"
+import { reportLaunchFailure } from "./LaunchFailure.js"
+
+/** The reference's `MURMUR_A2A_TIMEOUT_SECS` default. */
+export const defaultIdleTimeoutSecs = 30
+
+export interface AgentRunOptions extends Omit<AgentServeOptions, "acceptance"> {
+  readonly task: string | undefined
+  readonly idleTimeoutSecs: number
+  readonly json: boolean
+}
+
+/** `--task`, else `<workdir>/task.md` when it exists. */
+const localTask = (task: string | undefined, workdir: string): string | undefined => {
+  if (task !== undefined) return task
+  const path = join(workdir, "task.md")
+  return existsSync(path) ? readFileSync(path, "utf8") : undefined
+}
+
+type Outcome = { readonly _tag: "Settled"; readonly task: Task } | { readonly _tag: "Idle" }
+
+export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
+  Effect.gen(function*() {
+    const manifestAcceptance = project.manifest.lifecycle?.taskAcceptance
+    const door = manifestAcceptance === "none" ? "none" as const : "single" as const
+    const agent = yield* agentSession(project, { ...options, acceptance: { door, registry: "single" } })
+    for (const warning of agent.warnings) yield* Console.error(warning)
+    const { workdir } = agent
+    const local = localTask(options.task, workdir)
+    if (local === undefined && door === "none") {
+      return yield* reportLaunchFailure(
+        "E-RUN-011",
+        `${project.manifest.name} has task_acceptance: none and no local task (--task or task.md) was given`,
+        options.json,
+        workdir
+      )
+    }
+
+    const session = Effect.gen(function*() {
+      const identity = yield* SessionIdentity
+      const runner = yield* TaskRunner
+      const registry = yield* TaskRegistry
+      if (options.json) {
+        yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, workdir }))
+      } else {
+        yield* Console.log(`capsule ${identity.capsule.name}@${identity.capsule.version} running at ${identity.url}`)
+      }
+      let taskId: string
+      if (local !== undefined) {
+        const acceptance = yield* runner.submit({
+          message: { role: "user", messageId: mintId("msg"), parts: [{ kind: "text", text: local }] },
+          provenance: { origin: "user", trust: "trusted" },
+          dialect: "a2a"
+        })
+        // Rejected only when an A2A task won the single slot first: that one is the run's task.
+        const first = acceptance._tag === "Accepted" ? Option.some(acceptance.task) : yield* registry.current()
+        if (Option.isNone(first)) return { _tag: "Idle" } satisfies Outcome
+        taskId = first.value.id
+      } else {
+        const waitFirst = Effect.gen(function*() {
+          for (;;) {
+            const current = yield* registry.current()
+            if (Option.isSome(current)) return current.value
+            yield* Effect.sleep("50 millis")
+          }
+        })
+        const first = yield* waitFirst.pipe(Effect.timeoutOption(Duration.seconds(options.idleTimeoutSecs)))
+        if (Option.isNone(first)) return { _tag: "Idle" } satisfies Outcome
+        taskId = first.value.id
+      }
+      for (;;) {
+        const task = yield* registry.awaitSettled(taskId).pipe(Effect.orDie)
+        if (isTerminal(task.state)) return { _tag: "Settled", task } satisfies Outcome
+        yield* Effect.sleep("100 millis")
+      }
+    })
+
+    const outcome: Outcome = yield* session.pipe(
+      Effect.provide(Layer.fresh(agent.layer)),
+      Effect.catchTags({
+        ServeError: (error) =>
+          reportLaunchFailure(
+            "E-RUN-010",
+            `cannot listen on ${options.host}:${options.port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`,
+            options.json,
+            workdir
+          ),
+        TraceWriteFailed: (error) => reportLaunchFailure(error.code, error.message, options.json, workdir)
+      })
+    )
+    if (outcome._tag === "Idle") {
+      return yield* reportLaunchFailure("E-RUN-011", `no task arrived within ${options.idleTimeoutSecs} s`, options.json, workdir)
+    }
+    const { task } = outcome
+    const ok = task.state === "completed"
+    if (options.json) {
+      yield* Console.log(JSON.stringify({
+        event: "exit",
+        status: ok ? "ok" : "failed",
+        workdir,
+        task_id: task.id,
+        ...(ok ? {} : { state: task.state, ...(task.statusMessage === undefined ? {} : { message: task.statusMessage }) })
+      }))
+    } else {
+      if (!ok) yield* Console.error(`task ${task.id} ${task.state}${task.statusMessage === undefined ? "" : `: ${task.statusMessage}`}`)
+      yield* Console.log(`status:  ${ok ? "ok" : "failed"}\nworkdir: ${workdir}`)
+    }
+    if (!ok) return yield* exitWith(1)
+  })
