@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect, Either, Redacted } from "effect"
-import { artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { artifactData, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
 import { type GrantContext, toolGrant } from "../sandbox/Grants.js"
@@ -55,8 +55,6 @@ export interface PreparedAgent {
 }
 
 const fromEither = <A, E>(either: Either.Either<A, E>) => (Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left))
-
-const schemaText = (schema: unknown) => schema === undefined ? undefined : typeof schema === "string" ? schema : JSON.stringify(schema)
 
 const readText = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : undefined)
 
@@ -142,15 +140,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       driver,
       tools,
       allowlist: manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
-      artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map((artifact) => ({
-        name: artifact.entry.name,
-        version: artifact.entry.version,
-        runtime: artifact.wasm === undefined ? "native" : "wasm",
-        description: artifact.own?.description ?? "",
-        tags: artifact.own?.tags ?? [],
-        inputSchema: schemaText(artifact.own?.inputSchema),
-        outputSchema: schemaText(artifact.own?.outputSchema)
-      })),
+      artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map(artifactData),
       skills,
       toolList: buildToolList(inventory, shell.allow, inference.systemPromptArtifact),
       system: systemPrompt(manifest.name, manifest.version, prompt),

@@ -10,6 +10,7 @@ import { readdir, readFile, stat, writeFile } from "node:fs/promises"
 import { join, resolve } from "node:path"
 import { Effect, Either } from "effect"
 import { digestOf } from "./ComponentCache.js"
+import type { ArtifactData } from "./GuestJob.js"
 import { LOCKFILE_NAME, type Lockfile, parseLockfile, serializeLockfile, verifyOrPin } from "./Lockfile.js"
 import { type CapsuleManifest, isAgentCapsule, parseManifest } from "./Manifest.js"
 import type { ArtifactEntry } from "./manifest/ArtifactEntry.js"
@@ -25,6 +26,20 @@ export interface ResolvedArtifact {
   readonly wasm: Uint8Array | undefined
   readonly sha256: string | undefined
 }
+
+/** `describe` answers schemas as JSON strings (a manifest may hold either form). */
+const schemaText = (schema: unknown) => schema === undefined ? undefined : typeof schema === "string" ? schema : JSON.stringify(schema)
+
+/** What `murmur:artifact-manager/manage` tells a guest about an installed artifact. */
+export const artifactData = (artifact: ResolvedArtifact): ArtifactData => ({
+  name: artifact.entry.name,
+  version: artifact.entry.version,
+  runtime: artifact.wasm === undefined ? "native" : "wasm",
+  description: artifact.own?.description ?? "",
+  tags: artifact.own?.tags ?? [],
+  inputSchema: schemaText(artifact.own?.inputSchema),
+  outputSchema: schemaText(artifact.own?.outputSchema)
+})
 
 export interface CapsuleProject {
   readonly directory: string

@@ -7,7 +7,7 @@ import { createWriteStream, mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect, Either } from "effect"
 import type { Trust } from "../services/Task.js"
-import type { CapsuleProject } from "./CapsuleProject.js"
+import { artifactData, type CapsuleProject } from "./CapsuleProject.js"
 import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
 import type { ArtifactData, GuestGrant } from "./GuestJob.js"
 import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "./Grants.js"
@@ -39,9 +39,6 @@ export interface PreparedScript {
   readonly warnings: ReadonlyArray<string>
 }
 
-/** `describe` answers schemas as JSON strings (a manifest may hold either form). */
-const schemaText = (schema: unknown) => schema === undefined ? undefined : typeof schema === "string" ? schema : JSON.stringify(schema)
-
 const fromEither = <A, E>(either: Either.Either<A, E>) => (Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left))
 
 export const prepareScript = (project: CapsuleProject, options: LaunchOptions): Effect.Effect<PreparedScript, ProjectError | SandboxError, ComponentCache> =>
@@ -66,16 +63,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
         deadlineSeconds: limits.deadlineSeconds
       }
     }
-    const artifacts: Array<ArtifactData> = project.artifacts.map((artifact) => ({
-      name: artifact.entry.name,
-      version: artifact.entry.version,
-      runtime: artifact.wasm === undefined ? "native" : "wasm",
-      description: artifact.own?.description ?? "",
-      tags: artifact.own?.tags ?? [],
-      // `describe` answers schemas as JSON strings.
-      inputSchema: schemaText(artifact.own?.inputSchema),
-      outputSchema: schemaText(artifact.own?.outputSchema)
-    }))
+    const artifacts: Array<ArtifactData> = project.artifacts.map(artifactData)
     return {
       project,
       sessionId: options.sessionId,
