@@ -3,15 +3,13 @@
  * fixture behind the door, the manifest's lifecycle applied, trace.jsonl in the workdir, and a
  * clean SIGTERM. (`run <agent dir>`: AgentRun.test.ts.)
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { type AgentDirOptions, cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
+import { type AgentDirOptions, makeAgentCapsuleDir, serveCli } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc, waitForState } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
 
-const main = new URL("../../dist/main.js", import.meta.url).pathname
 const cleanups: Array<() => Promise<void> | void> = []
 const streams: Array<NodeStream> = []
 
@@ -26,49 +24,6 @@ const agentDir = async (options: AgentDirOptions) => {
   return dir
 }
 
-interface ServeProcess {
-  readonly child: ChildProcessWithoutNullStreams
-  readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string }
-  readonly stdout: () => string
-  readonly stderr: () => string
-  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
-}
-
-const serveCli = (dir: string, env: Record<string, string> = {}): Promise<ServeProcess> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, "serve", dir, "--json"], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-      child.on("exit", (code, signal) => done({ code, signal }))
-    )
-    cleanups.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL")
-        await exited
-      }
-    })
-    const timer = setTimeout(() => reject(new Error(`serve did not listen within 30 s; stderr: ${stderr}`)), 30_000)
-    child.stderr.on("data", (chunk) => (stderr += chunk))
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-      const end = stdout.indexOf("\n")
-      if (end < 0) return
-      clearTimeout(timer)
-      try {
-        resolve({ child, listening: JSON.parse(stdout.slice(0, end)), stdout: () => stdout, stderr: () => stderr, exited })
-      } catch (error) {
-        reject(error)
-      }
-    })
-    void exited.then(({ code }) => {
-      clearTimeout(timer)
-      reject(new Error(`serve exited (${code}) before listening; stderr: ${stderr}`))
-    })
-  })
 
 const traceLines = (workdir: string): Array<Record<string, any>> =>
   readFileSync(join(workdir, "trace.jsonl"), "utf8").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line))
@@ -88,7 +43,7 @@ describe("serve <agent dir> --json (CLI)", () => {
       },
       tools: { "echo-tool": "echo-tool" }
     })
-    const served = await serveCli(dir)
+    const served = await serveCli(dir, {}, cleanups)
     const { listening } = served
     expect(Object.keys(listening).sort()).toEqual(["event", "session_id", "url", "workdir"])
     expect(listening.event).toBe("listening")
@@ -132,7 +87,7 @@ describe("serve <agent dir> --json (CLI)", () => {
 
   it("takes task acceptance from the manifest's lifecycle: `none` starts no task", async () => {
     const dir = await agentDir({ driverConfig: { replies: [] }, extra: "lifecycle:\n  task_acceptance: none\n" })
-    const served = await serveCli(dir)
+    const served = await serveCli(dir, {}, cleanups)
     const reply = await rpc(served.listening.url, "message/send", { message: referenceMessage("x") })
     expect(reply.body.error.code).toBe(-32601)
     served.child.kill("SIGTERM")
@@ -146,7 +101,7 @@ describe("serve <agent dir> --json (CLI)", () => {
       tools: { ask: "request-input-tool" },
       extra: "lifecycle:\n  task_acceptance: queue\n  input_timeout_secs: 1\n"
     })
-    const served = await serveCli(dir)
+    const served = await serveCli(dir, {}, cleanups)
     const { url } = served.listening
     const sent = (await rpc(url, "message/send", { message: referenceMessage("choose") })).body.result
     await waitForState(url, sent.id, ["input-required"], 15_000)

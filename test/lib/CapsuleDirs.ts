@@ -2,7 +2,7 @@
  * Capsule directories for sandbox tests: a `murmur.yaml`, a fixture component as `capsule.wasm`
  * and fixture tools, in a fresh temp directory; plus a runner for `node dist/main.js run`.
  */
-import { spawn } from "node:child_process"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -115,3 +115,55 @@ export const makeAgentCapsuleDir = async (options: AgentDirOptions): Promise<str
   writeFileSync(join(dir, "murmur.yaml"), yaml)
   return dir
 }
+
+export interface ServeProcess {
+  readonly child: ChildProcessWithoutNullStreams
+  readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string }
+  readonly stdout: () => string
+  readonly stderr: () => string
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+}
+
+/**
+ * `node dist/main.js serve <dir> --json` as a child process, resolved once it prints its
+ * listening line; `cleanups` gets a kill for the afterEach hook.
+ */
+export const serveCli = (
+  dir: string,
+  env: Record<string, string>,
+  cleanups: Array<() => Promise<void> | void>
+): Promise<ServeProcess> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [main, "serve", dir, "--json"], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+      child.on("exit", (code, signal) => done({ code, signal }))
+    )
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL")
+        await exited
+      }
+    })
+    const timer = setTimeout(() => reject(new Error(`serve did not listen within 30 s; stderr: ${stderr}`)), 30_000)
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk
+      const end = stdout.indexOf("\n")
+      if (end < 0) return
+      clearTimeout(timer)
+      try {
+        resolve({ child, listening: JSON.parse(stdout.slice(0, end)), stdout: () => stdout, stderr: () => stderr, exited })
+      } catch (error) {
+        reject(error)
+      }
+    })
+    void exited.then(({ code }) => {
+      clearTimeout(timer)
+      reject(new Error(`serve exited (${code}) before listening; stderr: ${stderr}`))
+    })
+  })

@@ -7,7 +7,6 @@
  * The in-process sessions are built here (not through the CLI) so `Sandbox.liveWorkers()` can be
  * read between requests.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
@@ -21,7 +20,7 @@ import { prepareScript } from "../../src/sandbox/ScriptLaunch.js"
 import { mintId } from "../../src/services/Ids.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
 import { TaskRunner } from "../../src/services/TaskRunner.js"
-import { cliCacheDir, type CapsuleDirOptions, makeCapsuleDir } from "../lib/CapsuleDirs.js"
+import { cliCacheDir, type CapsuleDirOptions, makeCapsuleDir, serveCli } from "../lib/CapsuleDirs.js"
 import { a2aMessage, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
 
@@ -355,56 +354,12 @@ describe("serve a script capsule (in process)", () => {
 // Through the CLI
 // =============================================================================================
 
-const main = new URL("../../dist/main.js", import.meta.url).pathname
 
-interface ServeProcess {
-  readonly child: ChildProcessWithoutNullStreams
-  readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string }
-  readonly stdout: () => string
-  readonly stderr: () => string
-  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
-}
-
-const serveCli = (dir: string, env: Record<string, string>): Promise<ServeProcess> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, "serve", dir, "--json"], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-      child.on("exit", (code, signal) => done({ code, signal }))
-    )
-    cleanups.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL")
-        await exited
-      }
-    })
-    const timer = setTimeout(() => reject(new Error(`serve did not listen within 20 s; stderr: ${stderr}`)), 20_000)
-    child.stderr.on("data", (chunk) => (stderr += chunk))
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-      const end = stdout.indexOf("\n")
-      if (end < 0) return
-      clearTimeout(timer)
-      try {
-        resolve({ child, listening: JSON.parse(stdout.slice(0, end)), stdout: () => stdout, stderr: () => stderr, exited })
-      } catch (error) {
-        reject(error)
-      }
-    })
-    void exited.then(({ code }) => {
-      clearTimeout(timer)
-      reject(new Error(`serve exited (${code}) before listening; stderr: ${stderr}`))
-    })
-  })
 
 describe("serve <dir> --json (CLI)", () => {
   it("prints the listening line, serves a task end to end, and exits 0 on SIGTERM", async () => {
     const dir = await capsuleDir(callsTool("echo-tool"))
-    const served = await serveCli(dir, { TOOL_NAME: "echo-tool", TOOL_DATA: "hello from the cli" })
+    const served = await serveCli(dir, { TOOL_NAME: "echo-tool", TOOL_DATA: "hello from the cli" }, cleanups)
     const { listening } = served
     expect(Object.keys(listening).sort()).toEqual(["event", "session_id", "url", "workdir"])
     expect(listening.event).toBe("listening")
@@ -428,7 +383,7 @@ describe("serve <dir> --json (CLI)", () => {
 
   it("names the default workdir after the session id it announces", async () => {
     const dir = await capsuleDir(callsTool("echo-tool"))
-    const served = await serveCli(dir, { TOOL_NAME: "echo-tool", TOOL_DATA: "x" })
+    const served = await serveCli(dir, { TOOL_NAME: "echo-tool", TOOL_DATA: "x" }, cleanups)
     const card = await (await fetch(new URL(".well-known/agent-card.json", served.listening.url))).json()
     expect(JSON.stringify(card)).toContain(served.listening.session_id)
     expect(served.listening.workdir).toBe(join(dir, "workdir", served.listening.session_id))
@@ -438,7 +393,7 @@ describe("serve <dir> --json (CLI)", () => {
 
   it("applies lifecycle.input_timeout_secs from murmur.yaml, and SIGTERM during a waiting task still exits 0", async () => {
     const dir = await capsuleDir({ ...callsTool("request-input-tool"), extra: "lifecycle:\n  input_timeout_secs: 1\n" })
-    const served = await serveCli(dir, { TOOL_NAME: "request-input-tool", TOOL_DATA: "Pick A or B?" })
+    const served = await serveCli(dir, { TOOL_NAME: "request-input-tool", TOOL_DATA: "Pick A or B?" }, cleanups)
     const { url } = served.listening
     const timedOut = (await rpc(url, "message/send", { message: a2aMessage("choose") })).body.result
     const asked = await waitForState(url, timedOut.id, ["input-required"], 15_000)
