@@ -102,6 +102,26 @@ export interface SseEvent {
   readonly comment?: string
 }
 
+/** Splits the complete SSE blocks off `buffer` (comments included); `rest` is the unfinished tail. */
+export const takeSseEvents = (buffer: string): { readonly events: Array<SseEvent>; readonly rest: string } => {
+  const events: Array<SseEvent> = []
+  let rest = buffer
+  let end: number
+  while ((end = rest.indexOf("\n\n")) >= 0) {
+    const block = rest.slice(0, end)
+    rest = rest.slice(end + 2)
+    const event: { id?: number; event?: string; data?: string; comment?: string } = {}
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) event.comment = line.slice(1)
+      else if (line.startsWith("id: ")) event.id = Number(line.slice(4))
+      else if (line.startsWith("event: ")) event.event = line.slice(7)
+      else if (line.startsWith("data: ")) event.data = event.data === undefined ? line.slice(6) : `${event.data}\n${line.slice(6)}`
+    }
+    events.push(event)
+  }
+  return { events, rest }
+}
+
 /** Parses an SSE body into events (comments included) until the server closes it or `stop` says so. */
 export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
   const reader = response.body!.getReader()
@@ -111,20 +131,9 @@ export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
     while (true) {
       const { done, value } = await reader.read()
       if (done) return
-      buffer += decoder.decode(value, { stream: true })
-      let end: number
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        const event: { id?: number; event?: string; data?: string; comment?: string } = {}
-        for (const line of block.split("\n")) {
-          if (line.startsWith(":")) event.comment = line.slice(1)
-          else if (line.startsWith("id: ")) event.id = Number(line.slice(4))
-          else if (line.startsWith("event: ")) event.event = line.slice(7)
-          else if (line.startsWith("data: ")) event.data = event.data === undefined ? line.slice(6) : `${event.data}\n${line.slice(6)}`
-        }
-        yield event
-      }
+      const parsed = takeSseEvents(buffer + decoder.decode(value, { stream: true }))
+      buffer = parsed.rest
+      yield* parsed.events
     }
   } finally {
     await reader.cancel().catch(() => undefined)

@@ -6,7 +6,7 @@
  */
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http"
 import { connect } from "node:net"
-import type { SseEvent } from "./Door.js"
+import { type SseEvent, takeSseEvents } from "./Door.js"
 
 let nextId = 1_000_000
 
@@ -17,20 +17,9 @@ export async function* nodeSseEvents(response: IncomingMessage): AsyncGenerator<
   let buffer = ""
   response.setEncoding("utf8")
   for await (const chunk of response) {
-    buffer += chunk as string
-    let end: number
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      const event: { id?: number; event?: string; data?: string; comment?: string } = {}
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) event.comment = line.slice(1)
-        else if (line.startsWith("id: ")) event.id = Number(line.slice(4))
-        else if (line.startsWith("event: ")) event.event = line.slice(7)
-        else if (line.startsWith("data: ")) event.data = event.data === undefined ? line.slice(6) : `${event.data}\n${line.slice(6)}`
-      }
-      yield event
-    }
+    const parsed = takeSseEvents(buffer + (chunk as string))
+    buffer = parsed.rest
+    yield* parsed.events
   }
 }
 
