@@ -6,6 +6,7 @@ import { GROW_FAILED_EXPORT } from "../../src/sandbox/GrowFailedExport.js"
 import { type GrowProbeError, instrumentGrow } from "../../src/sandbox/GrowProbe.js"
 import { capCoreModule } from "../../src/sandbox/MemoryCap.js"
 import { buildComponent } from "../lib/components.js"
+import { sections } from "../lib/WasmSections.js"
 
 /** The slice of the JS WebAssembly API these tests use. */
 interface WasmApi {
@@ -28,23 +29,6 @@ const instantiate = async (bytes: Uint8Array, imports?: object): Promise<Exports
   (await Wasm.instantiate(await Wasm.compile(bytes), imports)).exports as Exports
 const failed = (exports: Record<string, unknown>): number => (exports[GROW_FAILED_EXPORT] as { value: number }).value
 
-/** Section ids and payloads, to compare what the rewrite must not touch. */
-const sections = (bytes: Uint8Array): Array<{ id: number; body: Uint8Array }> => {
-  const out: Array<{ id: number; body: Uint8Array }> = []
-  let pos = 8
-  while (pos < bytes.length) {
-    const id = bytes[pos++]!
-    let size = 0
-    for (let shift = 0;; shift += 7) {
-      const byte = bytes[pos++]!
-      size |= (byte & 0x7f) << shift
-      if ((byte & 0x80) === 0) break
-    }
-    out.push({ id, body: bytes.subarray(pos, pos + size) })
-    pos += size
-  }
-  return out
-}
 const customSections = (bytes: Uint8Array) => sections(bytes).filter((s) => s.id === 0).map((s) => Array.from(s.body))
 const count = (text: string, pattern: RegExp): number => text.match(pattern)?.length ?? 0
 

@@ -3,6 +3,7 @@ import { parse, print } from "@bytecodealliance/jco"
 import { Either } from "effect"
 import * as fc from "fast-check"
 import { capCoreModule, type CapLimits, type MemoryCapError, pagesFor } from "../../src/sandbox/MemoryCap.js"
+import { sections } from "../lib/WasmSections.js"
 
 /** The slice of the JS WebAssembly API these tests use (the project's `lib` has no DOM types). */
 interface WasmApi {
@@ -33,23 +34,6 @@ const tableModule = (initial: number, maximum: number | undefined) =>
     (table (export "tab") ${initial}${maximum === undefined ? "" : ` ${maximum}`} funcref)
     (func (export "grow") (param i32) (result i32) ref.null func local.get 0 table.grow 0))`)
 
-/** Section ids and byte ranges, to compare everything the cap must not touch. */
-const sections = (bytes: Uint8Array): Array<{ id: number; body: Uint8Array }> => {
-  const out: Array<{ id: number; body: Uint8Array }> = []
-  let pos = 8
-  while (pos < bytes.length) {
-    const id = bytes[pos++]!
-    let size = 0
-    for (let shift = 0;; shift += 7) {
-      const byte = bytes[pos++]!
-      size |= (byte & 0x7f) << shift
-      if ((byte & 0x80) === 0) break
-    }
-    out.push({ id, body: bytes.subarray(pos, pos + size) })
-    pos += size
-  }
-  return out
-}
 
 describe("pagesFor", () => {
   it.each([[0, 0], [65535, 0], [65536, 1], [100_000, 1], [536_870_912, 8192]])("%d bytes → %d pages", (bytes, pages) => {
