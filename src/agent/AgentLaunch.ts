@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { Effect, Either, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { artifactData, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
@@ -54,7 +54,6 @@ export interface PreparedAgent {
   readonly warnings: ReadonlyArray<string>
 }
 
-const fromEither = <A, E>(either: Either.Either<A, E>) => (Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left))
 
 const readText = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : undefined)
 
@@ -92,7 +91,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     if (driverArtifact?.wasm === undefined) {
       return yield* new ProjectError({ code: "E-RUN-006", message: `driver artifact '${inference.driver.artifact}' is not installed` })
     }
-    const driverGrant = yield* fromEither(toolGrant(driverContext, driverArtifact.entry))
+    const driverGrant = yield* toolGrant(driverContext, driverArtifact.entry)
     warnings.push(...driverGrant.warnings)
     const driver = {
       name: driverArtifact.entry.name,
@@ -113,7 +112,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       if (entry.runtime !== "tool") continue
       inventory.push({ name: entry.name, kind: "tool", ownRuntime: own?.runtime, description: own?.description, inputSchema: own?.inputSchema })
       if (artifact.wasm === undefined) continue
-      const granted = yield* fromEither(toolGrant(context, entry))
+      const granted = yield* toolGrant(context, entry)
       warnings.push(...granted.warnings)
       tools[entry.name] = { component: yield* cache.load(artifact.wasm, capped), grant: granted.grant, deadlineSeconds: limits.deadlineSeconds }
     }

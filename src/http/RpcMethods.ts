@@ -34,11 +34,9 @@ export type Method = (call: CallContext) => Effect.Effect<MethodResult, RpcFailu
 
 const json = (result: unknown): MethodResult => ({ _tag: "Json", result })
 
-const fromEither = <A, E>(either: Either.Either<A, E>): Effect.Effect<A, E> =>
-  Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
 
 const requireId = (params: unknown, method: string) =>
-  Effect.flatMap(fromEither(decodeTaskQuery(params)), (query) =>
+  Effect.flatMap(decodeTaskQuery(params), (query) =>
     query.id === undefined ? Effect.fail(new InvalidParams({ detail: `${method} requires an id` })) : Effect.succeed({ ...query, id: query.id }))
 
 export const makeMethods = Effect.gen(function*() {
@@ -106,7 +104,7 @@ export const makeMethods = Effect.gen(function*() {
 
   const sendMessage: Method = (call) =>
     Effect.gen(function*() {
-      const request = yield* fromEither(decodeSendParams(call.params, call.a2a))
+      const request = yield* decodeSendParams(call.params, call.a2a)
       const target = yield* continuation(call, request)
       let task: Task
       let a2a = call.a2a
@@ -160,7 +158,7 @@ export const makeMethods = Effect.gen(function*() {
 
   const getTask: Method = (call) =>
     Effect.gen(function*() {
-      const query = yield* fromEither(decodeTaskQuery(call.params))
+      const query = yield* decodeTaskQuery(call.params)
       if (query.id === undefined) {
         if (call.a2a) return yield* new InvalidParams({ detail: "tasks/get requires an id" })
         const current = yield* registry.current()

@@ -5,7 +5,7 @@
  */
 import { createWriteStream, mkdirSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import type { Trust } from "../services/Task.js"
 import { artifactData, type CapsuleProject } from "./CapsuleProject.js"
 import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
@@ -39,7 +39,6 @@ export interface PreparedScript {
   readonly warnings: ReadonlyArray<string>
 }
 
-const fromEither = <A, E>(either: Either.Either<A, E>) => (Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left))
 
 export const prepareScript = (project: CapsuleProject, options: LaunchOptions): Effect.Effect<PreparedScript, ProjectError | SandboxError, ComponentCache> =>
   Effect.gen(function*() {
@@ -50,12 +49,12 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
     const limits = effectiveLimits(project.manifest.capabilities)
     const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
     const capsule = yield* cache.load(project.component!.bytes, capped)
-    const granted = yield* fromEither(capsuleGrant(context))
+    const granted = yield* capsuleGrant(context)
     const warnings = [...project.warnings.map((w) => `warning[${w.code}]: ${w.message}`), ...granted.warnings]
     const tools: Record<string, ToolSpec> = {}
     for (const artifact of project.artifacts) {
       if (artifact.wasm === undefined) continue
-      const tool = yield* fromEither(toolGrant(context, artifact.entry))
+      const tool = yield* toolGrant(context, artifact.entry)
       warnings.push(...tool.warnings)
       tools[artifact.entry.name] = {
         component: yield* cache.load(artifact.wasm, capped),
@@ -70,7 +69,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       workdir,
       capsule,
       grant: granted.grant,
-      ceiling: yield* fromEither(ceilingRules(project.manifest)),
+      ceiling: yield* ceilingRules(project.manifest),
       deadlineSeconds: limits.deadlineSeconds,
       tools,
       allowlist: project.manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
