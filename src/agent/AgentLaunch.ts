@@ -1,12 +1,12 @@
 /**
  * Preparing an agent capsule (a manifest with `inference:`): the driver and the WASM tools
  * loaded through the ComponentCache with their grants, the skills read, the model-visible tool
- * list and the system prompt built, the runtime variables of spec §3.4 fixed. The API key is
- * unwrapped from its `Redacted` only into the driver's environment.
+ * list and the system prompt built, the runtime variables of spec §3.4 fixed. The API key goes
+ * only to the driver: into its gateway, or (a 0.2 driver) its environment (./DriverAccess.ts).
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { artifactData, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
@@ -16,6 +16,7 @@ import { effectiveLifecycle, type Lifecycle } from "../sandbox/manifest/Lifecycl
 import { ProjectError } from "../sandbox/ProjectError.js"
 import type { ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
+import { driverAccess } from "./DriverAccess.js"
 import { buildToolList, type InventoryItem, systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
 
 export interface AgentLaunchOptions {
@@ -79,10 +80,6 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       ...(options.capsuleUrl === undefined ? {} : { MURMUR_CAPSULE_URL: options.capsuleUrl })
     }
     const context: GrantContext = { manifest, workdir, hostEnv: options.hostEnv, runtimeVars }
-    // Drivers written for the reference read the key from their environment; only they get it.
-    const driverContext: GrantContext = inference.apiKey === undefined
-      ? context
-      : { ...context, runtimeVars: { ...runtimeVars, MURMUR_INFERENCE_API_KEY: Redacted.value(inference.apiKey) } }
     const limits = effectiveLimits(manifest.capabilities)
     const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
     const warnings = project.warnings.map((w) => `warning[${w.code}]: ${w.message}`)
@@ -91,11 +88,17 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     if (driverArtifact?.wasm === undefined) {
       return yield* new ProjectError({ code: "E-RUN-006", message: `driver artifact '${inference.driver.artifact}' is not installed` })
     }
-    const driverGrant = yield* toolGrant(driverContext, driverArtifact.entry)
+    const access = driverAccess(driverArtifact.entry.name, inference.endpoint, inference.apiKey, driverArtifact.own?.inferenceAuth)
+    if (access.warning !== undefined) warnings.push(access.warning)
+    const driverGrant = yield* toolGrant({ ...context, runtimeVars: { ...runtimeVars, ...access.vars } }, driverArtifact.entry)
     warnings.push(...driverGrant.warnings)
     const driver = {
       name: driverArtifact.entry.name,
-      spec: { component: yield* cache.load(driverArtifact.wasm, capped), grant: driverGrant.grant, deadlineSeconds: limits.deadlineSeconds }
+      spec: {
+        component: yield* cache.load(driverArtifact.wasm, capped),
+        grant: { ...driverGrant.grant, gateway: access.gateway },
+        deadlineSeconds: limits.deadlineSeconds
+      }
     }
 
     const tools: Record<string, ToolSpec> = {}

@@ -24,6 +24,21 @@ export interface GuestGrant {
   readonly memoryBytes: number
   /** Most core instances one instantiation may create (`capabilities.limits.instances`). */
   readonly instances: number
+  /** The inference gateway (spec §3.3), for a driver declaring `inference_auth` only. */
+  readonly gateway?: InferenceGateway | undefined
+}
+
+/**
+ * Where the driver's requests to `http://127.0.0.1:9` really go, and the auth header the host
+ * inserts on the way. The key lives here, in host code; the guest never sees it.
+ */
+export interface InferenceGateway {
+  readonly scheme: "http" | "https"
+  /** `host[:port]` of the upstream endpoint. */
+  readonly authority: string
+  readonly header: string
+  /** The header value with the key rendered in; none when no key is configured. */
+  readonly value: string | undefined
 }
 
 export interface ToolGuest {

@@ -117,7 +117,7 @@ const schemaValue = (value: unknown): unknown => {
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-const KEY_PLACEHOLDER = "{key}"
+export const KEY_PLACEHOLDER = "{key}"
 
 const inferenceAuth = (map: Mapping): InferenceAuth | undefined => {
   if (!has(map, "inference_auth")) return undefined

@@ -15,6 +15,7 @@ import * as shimFilesystem from "@bytecodealliance/preview2-shim/filesystem"
 import * as shimHttp from "@bytecodealliance/preview2-shim/http"
 import type { GuestGrant } from "../GuestJob.js"
 import { matchRequest } from "../NetworkMatch.js"
+import { isGatewayRequest, sendThroughGateway } from "./GatewayRewrite.js"
 
 /** Thrown by `wasi:cli/exit`: the guest asked to stop. */
 export class GuestExit extends Error {
@@ -117,8 +118,15 @@ export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string
     },
     "wasi:http/outgoing-handler": {
       handle: (request: any, options: any) => {
-        const allowed = matchRequest(grant.network, { scheme: schemeOf(request.scheme()), authority: request.authority() ?? undefined })
-        if (!allowed) throw { tag: "HTTP-request-denied" }
+        const scheme = schemeOf(request.scheme())
+        const authority: string | undefined = request.authority() ?? undefined
+        const gateway = grant.gateway
+        if (gateway !== undefined && isGatewayRequest(scheme, authority)) {
+          // The upstream is checked against the driver's allowlist like any direct request.
+          if (!matchRequest(grant.network, { scheme: gateway.scheme, authority: gateway.authority })) throw { tag: "HTTP-request-denied" }
+          return sendThroughGateway(request, gateway, () => realHandle(request, options))
+        }
+        if (!matchRequest(grant.network, { scheme, authority })) throw { tag: "HTTP-request-denied" }
         return realHandle(request, options)
       }
     }
