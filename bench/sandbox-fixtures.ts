@@ -15,7 +15,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { componentPath, fixtureWitSource } from "../test/lib/components.js"
-import { extendedConstSites, lowerExtendedConst } from "../test/lib/wasmConstExpr.js"
+import { extendedConstSites, lowerExtendedConst } from "../src/build/WasmConstExpr.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const benchFixtures = path.join(root, "bench/fixtures")

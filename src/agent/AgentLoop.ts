@@ -10,7 +10,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Either } from "effect"
-import { type GuestHost, Sandbox } from "../sandbox/Sandbox.js"
+import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
 import { guestLog } from "../sandbox/ScriptLaunch.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { Shell } from "../services/Shell.js"
@@ -69,6 +69,18 @@ export interface SessionTotals {
 }
 
 export const emptyTotals = (): SessionTotals => ({ turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0, lastExit: "ok" })
+
+/** What every driver or tool run of this agent shares: what a warm pool prepares ahead. */
+export const guestTemplate = (prepared: PreparedAgent, name: string, spec: ToolSpec): GuestTemplate => ({
+  role: { kind: "tool", name },
+  component: spec.component,
+  grant: spec.grant,
+  allowlist: prepared.allowlist,
+  tools: prepared.tools,
+  inTask: true,
+  sessionId: prepared.sessionId,
+  artifacts: prepared.artifacts
+})
 
 /** Runs one task; fails only with a host-side error (or `input-timeout`). */
 export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: TaskIO, totals: SessionTotals = emptyTotals()) =>
@@ -131,20 +143,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       stderr: log.write
     })
 
-    const runGuest = (name: string, spec: PreparedAgent["driver"]["spec"], data: string, host: GuestHost) =>
-      sandbox.run({
-        role: { kind: "tool", name },
-        component: spec.component,
-        grant: spec.grant,
-        deadlineSeconds: spec.deadlineSeconds,
-        input: { data },
-        allowlist: prepared.allowlist,
-        tools: prepared.tools,
-        inTask: true,
-        sessionId: prepared.sessionId,
-        artifacts: prepared.artifacts,
-        host
-      })
+    const runGuest = (name: string, spec: ToolSpec, data: string, host: GuestHost) =>
+      sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host })
 
     const dispatch = (call: ToolCall, turn: number, parent: string) =>
       dispatchTool({
@@ -182,6 +182,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         const ran = yield* Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost))
         phase.name = "turn"
         if (Either.isLeft(ran)) return yield* Effect.fail(new AgentHostError(ran.left.message))
+        yield* io.endTurn
         const reply = readDriverResult(ran.right.result ?? { status: "passed", truncated: false, metadata: [] })
         if (Either.isLeft(reply)) return yield* Effect.fail(new AgentHostError(reply.left))
         if (reply.right._tag === "DriverFailed") return { exit: "failed", text: `error: ${reply.right.text}`, turns: turn + 1 } satisfies AgentOutcome

@@ -37,6 +37,11 @@ export interface TaskIO {
   readonly artifact: (name: string, content: string) => Effect.Effect<void>
   /** A non-final `working` status line. */
   readonly status: (message: string) => Effect.Effect<void>
+  /**
+   * The model's turn is over: text streamed in it is closed (a `text` frame with `final: true`)
+   * and recorded; the next chunk starts a new turn.
+   */
+  readonly endTurn: Effect.Effect<void>
   /** Puts the task in `input-required` with the prompt; resumes with the follow-up's text. */
   readonly requestInput: (prompt: string) => Effect.Effect<string, CapsuleFailure>
 }

@@ -64,6 +64,8 @@ interface TurnState {
   text: string
   /** What the last recorded turn streamed (empty when it streamed nothing). */
   streamedLast: string
+  /** That turn's closing `text` frame (`final: true`) is already out. */
+  closedLast: boolean
 }
 
 interface Inbox {
@@ -102,7 +104,9 @@ const makeRunner = (config: TaskRunnerConfig) =>
         if (Exit.isSuccess(exit)) {
           const response = exit.value.response
           const streamed = turn.streamedLast
-          if (streamed.length > 0) yield* emit(task, { _tag: "Text", text: "", final: true, turn: turn.turn })
+          if (streamed.length > 0) {
+            if (!turn.closedLast) yield* emit(task, { _tag: "Text", text: "", final: true, turn: turn.turn })
+          }
           else if (response.length > 0) yield* emit(task, { _tag: "Text", text: response, final: true, turn: turn.turn })
           // The answer is recorded once: as the last turn's artifact when it was streamed.
           const separate = response.length > 0 && response !== streamed
@@ -134,11 +138,13 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const execute = (task: Task) => {
       const inbox: Inbox = { queued: [], waiting: undefined }
       inboxes.set(task.id, inbox)
-      const state: TurnState = { turn: 1, text: "", streamedLast: "" }
+      const state: TurnState = { turn: 1, text: "", streamedLast: "", closedLast: false }
       const flushTurn = Effect.suspend(() => {
         const text = state.text
-        state.streamedLast = text
+        // Nothing streamed since the last flush: what the last turn streamed still stands.
         if (text.length === 0) return Effect.void
+        state.streamedLast = text
+        state.closedLast = false
         state.text = ""
         return registry.update(task.id, {
           appendHistory: { role: "agent", messageId: mintId("msg"), parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId },
@@ -158,6 +164,17 @@ const makeRunner = (config: TaskRunnerConfig) =>
             Effect.orDie
           ),
         status: (message) => emit(task, { _tag: "Status", state: "working", message, final: false }),
+        endTurn: Effect.suspend(() => {
+          if (state.text.length === 0) return Effect.sync(() => void (state.streamedLast = ""))
+          const turn = state.turn
+          return emit(task, { _tag: "Text", text: "", final: true, turn }).pipe(
+            Effect.zipRight(flushTurn),
+            Effect.zipRight(Effect.sync(() => {
+              state.closedLast = true
+              state.turn = turn + 1
+            }))
+          )
+        }),
         requestInput: (prompt) =>
           Effect.gen(function*() {
             if (state.text.length > 0) yield* emit(task, { _tag: "Text", text: "", final: true, turn: state.turn })

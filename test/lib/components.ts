@@ -23,11 +23,11 @@
  *   `use`d types) and jco reads its `run` function at instantiation: provide a stub `run`.
  */
 import { createHash } from "node:crypto"
-import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { extendedConstSites, lowerExtendedConst } from "./wasmConstExpr.js"
+import { assembleWit, builderVersions } from "../../src/build/GuestWit.js"
+import { buildQuickJs } from "../../src/build/QuickJsBuild.js"
 
 // =============================================================================================
 // Catalogue
@@ -166,11 +166,6 @@ export const fixtureNames = Object.keys(fixtures) as ReadonlyArray<FixtureName>
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const fixturesDir = path.join(repoRoot, "test/fixtures/components")
-const murmurWitDir = path.join(repoRoot, "wit")
-const require = createRequire(import.meta.url)
-const jcoRoot = path.resolve(path.dirname(require.resolve("@bytecodealliance/jco")), "..")
-const wasiWitDir = path.join(jcoRoot, "lib/wit/builtin/0.2.12")
-const qjsRoot = path.dirname(require.resolve("componentize-qjs"))
 
 /** Directory of the on-disk cache (git-ignored). */
 export const cacheDir = path.join(repoRoot, ".cache/components")
@@ -178,30 +173,12 @@ export const cacheDir = path.join(repoRoot, ".cache/components")
 /** Bump when the build pipeline changes in a way the hashed inputs do not show. */
 const BUILDER_REVISION = "components.ts/1"
 
-const packageVersion = (root: string): string =>
-  (JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version: string }).version
-
 let builderVersionMemo: string | undefined
-const builderVersion = (): string =>
-  (builderVersionMemo ??=
-    `${BUILDER_REVISION} jco@${packageVersion(jcoRoot)} componentize-qjs@${packageVersion(qjsRoot)} node@${process.version}`)
+const builderVersion = (): string => (builderVersionMemo ??= `${BUILDER_REVISION} ${builderVersions()}`)
 
 // =============================================================================================
 // WIT
 // =============================================================================================
-
-const listWit = (dir: string): Array<string> =>
-  fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? listWit(path.join(dir, e.name)) : e.name.endsWith(".wit") ? [path.join(dir, e.name)] : []
-  ).sort()
-
-/** Turns a single-package WIT file (`package x;` header) into a nested `package x { … }` block. */
-const nestPackage = (file: string): string => {
-  const text = fs.readFileSync(file, "utf8")
-  const header = /^\s*package\s+([^;{\s]+)\s*;/m.exec(text)
-  if (header === null) throw new Error(`${file}: no package header`)
-  return `package ${header[1]} {\n${text.replace(header[0], "")}\n}\n`
-}
 
 let witMemo: string | undefined
 
@@ -210,14 +187,8 @@ let witMemo: string | undefined
  * murmur-fixtures:components), the repo's wit/ murmur packages and jco's WASI 0.2.12 packages,
  * the latter two as nested package blocks.
  */
-export const fixtureWitSource = (): string => {
-  if (witMemo !== undefined) return witMemo
-  const parts = [fs.readFileSync(path.join(fixturesDir, "fixtures.wit"), "utf8")]
-  for (const file of listWit(murmurWitDir)) parts.push(`// ${path.relative(repoRoot, file)}\n${nestPackage(file)}`)
-  for (const file of listWit(wasiWitDir)) parts.push(`// jco builtin ${path.relative(wasiWitDir, file)}\n${nestPackage(file)}`)
-  witMemo = parts.join("\n")
-  return witMemo
-}
+export const fixtureWitSource = (): string =>
+  (witMemo ??= assembleWit(fs.readFileSync(path.join(fixturesDir, "fixtures.wit"), "utf8")))
 
 // =============================================================================================
 // Disk cache
@@ -284,33 +255,12 @@ const cachedFile = async (file: string, build: () => Promise<Uint8Array>): Promi
 // Builders
 // =============================================================================================
 
-/** The assembled WIT written to the cache (componentize-qjs wants a path). */
-const witFile = (): string => {
-  const text = fixtureWitSource()
-  const file = path.join(cacheDir, `wit-${sha256(text).slice(0, 16)}.wit`)
-  if (!fs.existsSync(file)) writeAtomic(file, text)
-  return file
-}
-
 /** JS modules the guests share (imported as "./lib.js"); part of every JS fixture's digest. */
 const JS_HELPERS = ["js/lib.js"]
 
 const buildJs = async (spec: FixtureSpec): Promise<Uint8Array> => {
-  const { componentize } = await import("componentize-qjs")
   const entry = path.join(fixturesDir, spec.source)
-  const { component } = await componentize({
-    witPath: witFile(),
-    jsSource: fs.readFileSync(entry, "utf8"),
-    jsPath: entry,
-    moduleRoot: path.dirname(entry),
-    world: spec.world,
-    // the non-async QuickJS runtime: the async one needs JSPI, which Node 20 lacks
-    sync: true
-  })
-  const lowered = lowerExtendedConst(new Uint8Array(component))
-  const left = extendedConstSites(lowered)
-  if (left.length > 0) throw new Error(`${spec.source}: extended-const expressions left: ${left.join(", ")}`)
-  return lowered
+  return buildQuickJs({ entry, jsSource: fs.readFileSync(entry, "utf8"), wit: fixtureWitSource(), world: spec.world })
 }
 
 const buildWat = async (spec: FixtureSpec): Promise<Uint8Array> => {
