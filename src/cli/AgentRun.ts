@@ -4,11 +4,16 @@
  * `<workdir>/task.md`, else the first A2A task within the idle window (`--idle-timeout`, 30 s by
  * default; on expiry E-RUN-011 and no task runs). Under `task_acceptance: none` the door starts no
  * task, so only a local task runs. Exit 0 only when the task completed.
+ *
+ * Under `task_acceptance: queue` + `after_task: sleep` the session outlives that task, as the
+ * reference's loop does: `task.md` is deleted, later tasks (A2A, detached-shell completions) run
+ * as they come, and a signal ends the run, whose outcome is then the last task that settled.
  */
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Console, Duration, Effect, Layer, Option } from "effect"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { effectiveLifecycle, receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
@@ -34,15 +39,48 @@ const localTask = (task: string | undefined, workdir: string): string | undefine
   return existsSync(path) ? readFileSync(path, "utf8") : undefined
 }
 
-type Outcome = { readonly _tag: "Settled"; readonly task: Task } | { readonly _tag: "Idle" }
+type Settled = { readonly _tag: "Settled"; readonly task: Task }
+type Outcome = Settled | { readonly _tag: "Idle" }
+
+const settle = (registry: TaskRegistry["Type"], taskId: string) =>
+  Effect.gen(function*() {
+    for (;;) {
+      const task = yield* registry.awaitSettled(taskId).pipe(Effect.orDie)
+      if (isTerminal(task.state)) return { _tag: "Settled", task } satisfies Settled
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+const statusOf = (task: Task) => (task.state === "completed" ? "ok" : "failed")
 
 export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
   Effect.gen(function*() {
-    const manifestAcceptance = project.manifest.lifecycle?.taskAcceptance
-    const door = manifestAcceptance === "none" ? "none" as const : "single" as const
-    const agent = yield* agentSession(project, { ...options, acceptance: { door, registry: "single" } })
+    const lifecycle = effectiveLifecycle(project.manifest)
+    // `queue` + `sleep`: the session outlives its first task and keeps taking tasks until stopped.
+    const sleeps = receivesBackgroundTasks(lifecycle)
+    const door = lifecycle.taskAcceptance === "none" ? "none" as const : sleeps ? "queue" as const : "single" as const
+    const agent = yield* agentSession(project, { ...options, acceptance: { door, registry: door === "queue" ? "queue" : "single" } })
     for (const warning of agent.warnings) yield* Console.error(warning)
     const { workdir } = agent
+    /** The `exit` line (or the two human lines); exit status 1 unless the task completed. */
+    const report = ({ task }: Settled) =>
+      Effect.gen(function*() {
+        const ok = task.state === "completed"
+        if (options.json) {
+          yield* Console.log(JSON.stringify({
+            event: "exit",
+            status: statusOf(task),
+            workdir,
+            task_id: task.id,
+            ...(ok ? {} : { state: task.state, ...(task.statusMessage === undefined ? {} : { message: task.statusMessage }) })
+          }))
+        } else {
+          if (!ok) yield* Console.error(`task ${task.id} ${task.state}${task.statusMessage === undefined ? "" : `: ${task.statusMessage}`}`)
+          yield* Console.log(`status:  ${ok ? "ok" : "failed"}\nworkdir: ${workdir}`)
+        }
+        // A signal ends a sleeping run by interruption, which carries no status of its own.
+        if (!ok) process.exitCode = 1
+      })
     const local = localTask(options.task, workdir)
     if (local === undefined && door === "none") {
       return yield* reportLaunchFailure(
@@ -66,7 +104,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       if (local !== undefined) {
         const acceptance = yield* runner.submit({
           message: { role: "user", messageId: mintId("msg"), parts: [{ kind: "text", text: local }] },
-          provenance: { origin: "user", trust: "trusted" },
+          provenance: { origin: "user", trust: "trusted", local: true },
           dialect: "a2a"
         })
         // Rejected only when an A2A task won the single slot first: that one is the run's task.
@@ -85,11 +123,19 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         if (Option.isNone(first)) return { _tag: "Idle" } satisfies Outcome
         taskId = first.value.id
       }
-      for (;;) {
-        const task = yield* registry.awaitSettled(taskId).pipe(Effect.orDie)
-        if (isTerminal(task.state)) return { _tag: "Settled", task } satisfies Outcome
-        yield* Effect.sleep("100 millis")
-      }
+      const settled = yield* settle(registry, taskId)
+      if (!sleeps) return settled
+      rmSync(join(workdir, "task.md"), { force: true })
+      // The run's outcome is its last settled task when a signal ends the session.
+      let last = settled
+      yield* Console.log(options.json ? JSON.stringify({ event: "task", status: statusOf(last.task), task_id: last.task.id }) : `task ${last.task.id} ${last.task.state}; sleeping until the next task (Ctrl-C ends the session)`)
+      return yield* Effect.gen(function*() {
+        for (;;) {
+          const current = yield* registry.current()
+          if (Option.isSome(current) && current.value.id !== last.task.id) last = yield* settle(registry, current.value.id)
+          yield* Effect.sleep("100 millis")
+        }
+      }).pipe(Effect.onInterrupt(() => report(last)))
     })
 
     const outcome: Outcome = yield* session.pipe(
@@ -108,19 +154,6 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
     if (outcome._tag === "Idle") {
       return yield* reportLaunchFailure("E-RUN-011", `no task arrived within ${options.idleTimeoutSecs} s`, options.json, workdir)
     }
-    const { task } = outcome
-    const ok = task.state === "completed"
-    if (options.json) {
-      yield* Console.log(JSON.stringify({
-        event: "exit",
-        status: ok ? "ok" : "failed",
-        workdir,
-        task_id: task.id,
-        ...(ok ? {} : { state: task.state, ...(task.statusMessage === undefined ? {} : { message: task.statusMessage }) })
-      }))
-    } else {
-      if (!ok) yield* Console.error(`task ${task.id} ${task.state}${task.statusMessage === undefined ? "" : `: ${task.statusMessage}`}`)
-      yield* Console.log(`status:  ${ok ? "ok" : "failed"}\nworkdir: ${workdir}`)
-    }
-    if (!ok) return yield* exitWith(1)
+    yield* report(outcome)
+    if (outcome.task.state !== "completed") return yield* exitWith(1)
   })

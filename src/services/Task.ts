@@ -64,6 +64,8 @@ export interface Provenance {
   readonly trust: Trust
   readonly delegationId?: string
   readonly traceparent?: string
+  /** Set for a task the host itself started from `task.md` / `--task` (never from the wire). */
+  readonly local?: true
 }
 
 export interface Task {

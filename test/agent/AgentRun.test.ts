@@ -3,7 +3,7 @@
  * or the first A2A task within the idle window) with the door listening, then the session ends.
  */
 import { spawn } from "node:child_process"
-import { readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { type AgentDirOptions, cliCacheDir, exitEvent, makeAgentCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
@@ -125,5 +125,46 @@ describe("run <agent dir> (CLI)", () => {
     const exit = lines(stdout).at(-1)
     expect(exit).toEqual({ event: "exit", status: "ok", workdir: listening.workdir, task_id: reply.body.result.id })
     expect(readFileSync(join(listening.workdir, "out", "result.txt"), "utf8")).toBe("Over the door.")
+  })
+
+  it("under queue + sleep, outlives its first task, runs later A2A tasks, and reports the last one when a signal ends it", async () => {
+    const dir = await agentDir({
+      driverConfig: { replies: [{ stop_reason: "end_turn", content: [{ type: "text", text: "answered" }] }] },
+      extra: "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n"
+    })
+    const child = spawn(process.execPath, [main, "run", dir, "--task", "local one", "--json"], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL")
+        await exited
+      }
+    })
+    const firstSettled = new Promise<void>((resolve, reject) => {
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk
+        if (stdout.includes(`"event":"task"`)) resolve()
+      })
+      void exited.then((code) => reject(new Error(`run exited (${code}) early: ${stderr}`)))
+    })
+    await firstSettled
+    const [listening, first] = lines(stdout)
+    expect(first).toEqual({ event: "task", status: "ok", task_id: expect.stringMatching(/^tsk_/) })
+    expect(existsSync(join(listening.workdir, "task.md"))).toBe(false)
+    const reply = await rpc(listening.url, "message/send", { message: referenceMessage("over A2A"), configuration: { blocking: true } })
+    expect(reply.body.result.status.state).toBe("completed")
+    expect(child.exitCode).toBeNull()
+    child.kill("SIGINT")
+    expect(await exited).toBe(0)
+    expect(lines(stdout).at(-1)).toEqual({ event: "exit", status: "ok", workdir: listening.workdir, task_id: reply.body.result.id })
+    const starts = readFileSync(join(listening.workdir, "trace.jsonl"), "utf8").split("\n").filter((line) => line.length > 0)
+      .map((line) => JSON.parse(line)).filter((line) => line.event_type === "task_start")
+    expect(starts.map((line) => line.source)).toEqual(["task_md", "a2a"])
   })
 })
