@@ -120,7 +120,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const taskNode = yield* traced(trace.taskStart({
       task_id: input.taskId,
       context_id: input.contextId,
-      source: "a2a",
+      source: input.provenance.local === true ? "task_md" : "a2a",
       origin: input.provenance.origin,
       trust: input.provenance.trust,
       lane: laneOf(input.provenance.origin),
