@@ -300,3 +300,13 @@ const poolRequest = fc.record({
   ),
   useTls: fc.boolean()
 })
+
+describe("the scheme a guest request is checked under", () => {
+  it("is the one preview2-shim will use: https when the request names none", async () => {
+    const { schemeOf } = await import("../../src/sandbox/worker/WasiImports.js")
+    expect(schemeOf(undefined)).toBe("https")
+    expect(schemeOf({ tag: "HTTP" })).toBe("http")
+    expect(schemeOf({ tag: "HTTPS" })).toBe("https")
+    expect(schemeOf({ tag: "other", val: "FTP" })).toBe("ftp")
+  })
+})

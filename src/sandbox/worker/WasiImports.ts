@@ -76,8 +76,9 @@ export interface StdioSinks {
   readonly stderr: (bytes: Uint8Array) => void
 }
 
-const schemeOf = (scheme: any): string | undefined => {
-  if (scheme === undefined || scheme === null) return undefined
+/** The scheme the request will really use: the shim sends a request without one over https. */
+export const schemeOf = (scheme: any): string | undefined => {
+  if (scheme === undefined || scheme === null) return "https"
   if (scheme.tag === "HTTP") return "http"
   if (scheme.tag === "HTTPS") return "https"
   return typeof scheme.val === "string" ? scheme.val.toLowerCase() : undefined
