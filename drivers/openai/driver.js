@@ -70,16 +70,20 @@ const complete = (request, settings) => {
     return (bytes) => {
       const piece = decoder.decode(bytes, { stream: true });
       if (streaming) stream.push(piece);
-      else text += piece;
+      // Kept while streaming too: some servers answer a streaming request with one JSON body.
+      text += piece;
     };
   });
   const rest = decoder.decode();
   if (stream !== undefined && status >= 200 && status < 300) stream.push(rest);
-  else text += rest;
+  text += rest;
   if (status < 200 || status >= 300) {
     throw new DriverError(`inference provider answered HTTP ${status} for POST ${settings.url}: ${providerMessage(text) || "(empty body)"}`);
   }
-  if (stream !== undefined) return stream.finish();
+  if (stream !== undefined) {
+    const streamed = stream.finish();
+    if (stream.events > 0) return streamed;
+  }
   let json;
   try {
     json = JSON.parse(text);

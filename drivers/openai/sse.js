@@ -44,8 +44,10 @@ export const completionStream = (emit) => {
   let finish;
   let usage;
   let done = false;
+  let events = 0;
   const calls = [];
   const event = (payload) => {
+    events++;
     if (done) return;
     if (payload.trim() === "[DONE]") {
       done = true;
@@ -85,6 +87,10 @@ export const completionStream = (emit) => {
   const parser = sseParser(event);
   return {
     push: (chunk) => parser.push(chunk),
+    /** Events seen so far (0: the body was no event stream). */
+    get events() {
+      return events;
+    },
     finish() {
       parser.end();
       return driverResponse({ text, thinking, calls: calls.filter((call) => call !== undefined), finish, usage });
