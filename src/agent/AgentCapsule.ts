@@ -12,13 +12,16 @@
  * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
  * with "input-timeout".
  */
-import { Effect, Layer } from "effect"
+import { Effect, identity, Layer, Option } from "effect"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { Shell } from "../services/Shell.js"
 import { Trace } from "../services/Trace.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
-import { emptyTotals, runAgentTask } from "./AgentLoop.js"
+import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
+import { effectiveGrants } from "./EffectiveGrants.js"
+import { ShellCompletions } from "./ShellCompletions.js"
+import { emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
 export const SESSION_ENDED = "session ended"
 
@@ -37,13 +40,16 @@ export const agentInfo = (prepared: PreparedAgent): CapsuleInfo => {
 
 export const AgentCapsule = {
   /** Needs the Sandbox, the Shell (hence a DetachedRegistry) and the launch's Trace. */
-  layer: (prepared: PreparedAgent): Layer.Layer<Capsule, never, Sandbox | Shell | Trace> =>
+  /** `capsuleUrl`: the door's address, read once it is bound (`MURMUR_CAPSULE_URL`). */
+  layer: <R = never>(launched: PreparedAgent, capsuleUrl?: Effect.Effect<string, never, R>): Layer.Layer<Capsule, never, Sandbox | Shell | Trace | R> =>
     Layer.scoped(
       Capsule,
       Effect.gen(function*() {
+        const prepared = capsuleUrl === undefined ? launched : yield* withCapsuleUrl(launched, capsuleUrlOf(yield* capsuleUrl))
         const sandbox = yield* Sandbox
         const shell = yield* Shell
         const trace = yield* Trace
+        const completions = yield* Effect.serviceOption(ShellCompletions)
         const { manifest } = prepared.project
         const started = Date.now()
         const totals = emptyTotals()
@@ -53,6 +59,9 @@ export const AgentCapsule = {
           capsule_version: manifest.version,
           model: prepared.model,
           max_turns: prepared.maxTurns,
+          max_session_tokens: manifest.inference?.maxSessionTokens ?? null,
+          // A machine-wide budget and user-namespace containment are not features of this runtime.
+          machine_tokens_per_day: null,
           capabilities: [
             ...((caps.network?.allow.length ?? 0) > 0 ? ["network" as const] : []),
             ...(caps.filesystem !== undefined ? ["filesystem" as const] : []),
@@ -61,11 +70,16 @@ export const AgentCapsule = {
           tools_declared: prepared.toolList.map((tool) => tool.name),
           containment_declared: "advisory",
           containment_achieved: "advisory",
+          userns_grant: null,
           workdir_exec: false,
+          // One launch is one fresh session: nothing resumed, no pinned context.
+          resumed_from: null,
+          context_id: null,
           system_prompt_source: prepared.systemPromptSource,
           credential_source: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment",
           system_prompt_sha256: null,
-          ...(prepared.systemPromptSource === "none" ? {} : { system_prompt: prepared.system })
+          effective_grants: effectiveGrants(prepared),
+          ...(prepared.systemPromptText === undefined ? {} : { system_prompt: prepared.systemPromptText })
         }).pipe(Effect.orDie)
         yield* Effect.addFinalizer(() =>
           trace.sessionEnd({
@@ -78,6 +92,11 @@ export const AgentCapsule = {
             exit_status: totals.lastExit
           }).pipe(Effect.ignore)
         )
+        // Held workers for the driver and the WASM tools, for the session: a provider that
+        // answers fast brings the next driver call before a replacement has booted, hence two
+        // for the driver (docs/benchmarks.md, "Agent").
+        yield* sandbox.warm(guestTemplate(prepared, prepared.driver.name, prepared.driver.spec), Math.min(2, prepared.maxTurns))
+        for (const [name, spec] of Object.entries(prepared.tools)) yield* sandbox.warm(guestTemplate(prepared, name, spec), 1)
         return Capsule.of({
           info: agentInfo(prepared),
           run: (input, io) =>
@@ -85,6 +104,7 @@ export const AgentCapsule = {
               Effect.provideService(Sandbox, sandbox),
               Effect.provideService(Shell, shell),
               Effect.provideService(Trace, trace),
+              Option.isSome(completions) ? Effect.provideService(ShellCompletions, completions.value) : identity,
               Effect.flatMap((outcome) =>
                 outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: SESSION_ENDED }))
               )

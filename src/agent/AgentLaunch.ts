@@ -1,8 +1,9 @@
 /**
  * Preparing an agent capsule (a manifest with `inference:`): the driver and the WASM tools
- * loaded through the ComponentCache with their grants, the skills read, the model-visible tool
- * list and the system prompt built, the runtime variables of spec §3.4 fixed. The API key goes
- * only to the driver: into its gateway, or (a 0.2 driver) its environment (./DriverAccess.ts).
+ * loaded through the ComponentCache with their grants, the session workdir staged with the
+ * skills and the model-visible tool list (./Staging.ts), the system prompt built, the runtime
+ * variables of spec §3.4 fixed. The API key goes only to the driver: into its gateway, or (a 0.2
+ * driver) its environment (./DriverAccess.ts).
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
@@ -17,7 +18,8 @@ import { ProjectError } from "../sandbox/ProjectError.js"
 import type { ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
 import { driverAccess } from "./DriverAccess.js"
-import { buildToolList, type InventoryItem, systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
+import { systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
+import { agentWorkdirs, stageAgentWorkdir } from "./Staging.js"
 
 export interface AgentLaunchOptions {
   readonly sessionId: string
@@ -31,7 +33,10 @@ export interface AgentLaunchOptions {
 export interface PreparedAgent {
   readonly project: CapsuleProject
   readonly sessionId: string
+  /** The accessible workdir: guests' `.`, the shell's cwd, `task.md`, `out/`, `logs/`. */
   readonly workdir: string
+  /** The runtime's bookkeeping (`tools/`, `MURMUR.md`); `workdir` itself without `--workdir`. */
+  readonly sessionWorkdir: string
   readonly model: string
   readonly maxTurns: number
   readonly maxTokens: number
@@ -45,6 +50,8 @@ export interface PreparedAgent {
   readonly skills: Readonly<Record<string, string>>
   readonly toolList: ReadonlyArray<ToolDefinition>
   readonly system: string
+  /** The manifest's resolved prompt alone, before the `[Capsule]` block (`system_prompt_sha256` hashes it). */
+  readonly systemPromptText: string | undefined
   readonly systemPromptSource: "manifest" | "none"
   readonly shell: { readonly allow: ReadonlyArray<string>; readonly baselineEnv: ReadonlyArray<string>; readonly stripPatterns: ReadonlyArray<string> }
   /** Inference + identity variables for tools and the shell (never the API key). */
@@ -66,7 +73,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     if (inference === undefined || inference.transport !== "http" || inference.driver === undefined) {
       return yield* new ProjectError({ code: "E-RUN-005", message: `${manifest.name}: the agent loop needs an inference block with transport: http and a driver` })
     }
-    const workdir = resolve(options.workdir ?? join(project.directory, "workdir", options.sessionId))
+    const { accessible: workdir, session: sessionWorkdir } = agentWorkdirs(project.directory, options.sessionId, options.workdir)
     mkdirSync(join(workdir, "out"), { recursive: true })
     const runtimeVars: Record<string, string> = {
       MURMUR_INFERENCE_TRANSPORT: inference.transport,
@@ -101,25 +108,21 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       }
     }
 
+    const staged = yield* stageAgentWorkdir(project, {
+      sessionId: options.sessionId,
+      workdirs: { accessible: workdir, session: sessionWorkdir },
+      capsuleUrl: options.capsuleUrl
+    })
+    warnings.push(...staged.warnings)
+    const { skills } = staged
     const tools: Record<string, ToolSpec> = {}
-    const skills: Record<string, string> = {}
-    const inventory: Array<InventoryItem> = []
     for (const artifact of project.artifacts) {
-      const { entry, own } = artifact
-      if (entry.runtime === "skill") {
-        const text = readText(join(artifactLocation(project.directory, entry), "skill.md")) ?? ""
-        skills[entry.name] = text
-        inventory.push({ name: entry.name, kind: "skill", ownRuntime: own?.runtime, description: own?.description, inputSchema: undefined, skillText: text })
-        continue
-      }
-      if (entry.runtime !== "tool") continue
-      inventory.push({ name: entry.name, kind: "tool", ownRuntime: own?.runtime, description: own?.description, inputSchema: own?.inputSchema })
-      if (artifact.wasm === undefined) continue
+      const { entry } = artifact
+      if (entry.runtime !== "tool" || artifact.wasm === undefined) continue
       const granted = yield* toolGrant(context, entry)
       warnings.push(...granted.warnings)
       tools[entry.name] = { component: yield* cache.load(artifact.wasm, capped), grant: granted.grant, deadlineSeconds: limits.deadlineSeconds }
     }
-    inventory.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
     let prompt: string | undefined = inference.systemPrompt
     if (inference.systemPromptFile !== undefined) {
@@ -136,6 +139,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       project,
       sessionId: options.sessionId,
       workdir,
+      sessionWorkdir,
       model: inference.model,
       maxTurns: inference.maxTurns,
       maxTokens: inference.maxTokens ?? 8192,
@@ -144,8 +148,9 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       allowlist: manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
       artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map(artifactData),
       skills,
-      toolList: buildToolList(inventory, shell.allow, inference.systemPromptArtifact),
+      toolList: staged.toolList,
       system: systemPrompt(manifest.name, manifest.version, prompt),
+      systemPromptText: prompt,
       systemPromptSource: prompt === undefined ? "none" : "manifest",
       shell,
       runtimeVars,

@@ -9,23 +9,22 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
 import { guestLog } from "../sandbox/ScriptLaunch.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { Shell } from "../services/Shell.js"
 import { laneOf } from "../services/Task.js"
-import { sha256Hex, Trace } from "../services/Trace.js"
+import { Trace } from "../services/Trace.js"
 import type { TaskExitStatus } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
+import { ShellCompletions } from "./ShellCompletions.js"
 import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
 import {
   assistantMessage,
   buildRequest,
   type Continuation,
-  fenceToolResult,
   finalText,
-  type Message,
   nextContinuation,
   outgoing,
   promptCacheKey,
@@ -36,6 +35,7 @@ import {
   toolMessage,
   userMessage
 } from "./DriverProtocol.js"
+import { append, newTranscript, wireTracer } from "./WireTrace.js"
 
 export interface AgentOutcome {
   /** What `task_end` records. */
@@ -88,6 +88,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const sandbox = yield* Sandbox
     const shell = yield* Shell
     const trace = yield* Trace
+    // Outside a session that delivers completions (a library caller's own loop), nobody waits.
+    const completions = yield* Effect.serviceOption(ShellCompletions)
     const started = Date.now()
     const counts: TaskCounts = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 }
     const phase = { name: "turn" as "turn" | "inference" | "input", turn: 0 }
@@ -117,10 +119,19 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       })))
 
     writeFileSync(join(prepared.workdir, "task.md"), input.text)
+    // A task from the wire is announced before it starts (§4.1 step 2); one the host started is not.
+    if (input.provenance.hostSource === undefined) {
+      yield* traced(trace.record("a2a_task_received", undefined, {
+        task_id: input.taskId,
+        context_id: input.contextId,
+        message_id: input.messageId,
+        traceparent_from_caller: input.provenance.traceparent ?? null
+      }))
+    }
     const taskNode = yield* traced(trace.taskStart({
       task_id: input.taskId,
       context_id: input.contextId,
-      source: input.provenance.local === true ? "task_md" : "a2a",
+      source: input.provenance.hostSource ?? "a2a",
       origin: input.provenance.origin,
       trust: input.provenance.trust,
       lane: laneOf(input.provenance.origin),
@@ -154,11 +165,15 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         shell,
         runTool: (name, spec, data) => runGuest(name, spec, data, toolHost()),
         timedOut: () => timedOut,
-        record: (type, parentId, fields) => traced(trace.record(type, parentId, fields))
+        record: (type, parentId, fields) => traced(trace.record(type, parentId, fields)),
+        follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion) })
       }, call, turn, parent)
 
     const loop = Effect.gen(function*() {
-      const messages: Array<Message> = [userMessage(input.text)]
+      const transcript = newTranscript()
+      const { messages } = transcript
+      append(transcript, userMessage(input.text))
+      const wire = wireTracer(trace, prepared.system, prepared.toolList)
       let continuation: Continuation | undefined
       const cacheKey = promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, input.contextId)
       const driverHost: GuestHost = { ...toolHost(), requestInput: noInput }
@@ -194,6 +209,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         counts.inputTokens += inputTokens
         counts.outputTokens += outputTokens
         const usage = response.usage
+        const hashes = yield* traced(wire(transcript, send.messages.length, raw))
         const inferenceNode = yield* traced(trace.record("inference", taskNode, {
           turn,
           task_id: input.taskId,
@@ -206,9 +222,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
           ...(usage?.output_tokens === undefined ? {} : { output_tokens_actual: usage.output_tokens }),
           ...(usage?.cached_tokens === undefined ? {} : { cached_tokens: usage.cached_tokens }),
           ...(usage?.cache_write_tokens === undefined ? {} : { cache_write_tokens: usage.cache_write_tokens }),
-          system_sha: sha256Hex(prepared.system),
-          tools_sha: sha256Hex(JSON.stringify(prepared.toolList)),
-          response_sha: sha256Hex(raw)
+          ...hashes
         }))
         switch (response.stop_reason) {
           case "end_turn":
@@ -224,13 +238,11 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         if (calls.right.length === 0) {
           return { exit: "failed", text: "error: response stop_reason=tool_call but no tool_call blocks were present", turns: turn + 1 } satisfies AgentOutcome
         }
-        messages.push(assistantMessage(response.content))
+        append(transcript, assistantMessage(response.content))
         for (const call of calls.right) {
-          const result = yield* dispatch(call, turn, inferenceNode)
-          const text = resultText(result)
-          yield* io.artifact(call.name, text)
-          const fenced = prepared.skills[call.name] !== undefined ? text : fenceToolResult(call.name, text)
-          messages.push(toolMessage(call.id, result.status !== "passed", fenced))
+          const { result, text } = yield* dispatch(call, turn, inferenceNode)
+          yield* io.artifact(call.name, resultText(result))
+          append(transcript, toolMessage(call.id, result.status !== "passed", text))
         }
       }
       return { exit: "max_turns_reached", text: `error: inference loop exceeded ${prepared.maxTurns} turns`, turns: prepared.maxTurns } satisfies AgentOutcome

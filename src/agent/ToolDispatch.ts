@@ -2,18 +2,19 @@
  * Tool dispatch from the agent loop (spec §4.4), for one `tool_call` block: a `shell.allow`
  * binary runs through the Shell, a skill answers its `skill.md`, an allowlisted WASM tool runs in
  * a worker of its own (chunks and request-input wired to the task by the caller's `runTool`),
- * and anything else is an `error` result the model reads. Writes the call's trace line.
+ * and anything else is an `error` result the model reads. Writes the call's trace lines and
+ * fences the result the model will read.
  */
 import { Effect, Either } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
 import type { GuestOutcome, ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
-import { errorResult, parseShellInput } from "../sandbox/ShellGrant.js"
+import { type DetachedCompletion, errorResult, parseShellInput } from "../sandbox/ShellGrant.js"
 import { CapsuleFailure } from "../services/Capsule.js"
-import type { Shell } from "../services/Shell.js"
+import type { DetachedInfo, Shell } from "../services/Shell.js"
 import type { FieldsOf } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
-import { metadataValue, resultText, type ToolCall } from "./DriverProtocol.js"
+import { fenceToolResult, metadataValue, resultText, type ToolCall } from "./DriverProtocol.js"
 
 export interface TaskCounts {
   turns: number
@@ -32,6 +33,14 @@ export interface DispatchEnv {
   /** Whether a request-input of this task timed out (the task then fails `input-timeout`). */
   readonly timedOut: () => boolean
   readonly record: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<string, CapsuleFailure>
+  /** Hands a detached command's completion on (./ShellCompletions.ts). */
+  readonly follow: (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>) => Effect.Effect<void>
+}
+
+/** A call's result and the text the model reads for it: fenced (spec §3.9), except a skill's guidance. */
+export interface Dispatched {
+  readonly result: ToolResultData
+  readonly text: string
 }
 
 export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, parent: string) =>
@@ -39,10 +48,34 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
     const data = JSON.stringify(call.input ?? {})
     const began = Date.now()
     const inputObject = typeof call.input === "object" && call.input !== null ? call.input as Record<string, unknown> : {}
+    // Every call but a skill's writes `tool_call` (a shell call too, before its `shell` line:
+    // §4.4), and its output is what the model got, fence included.
+    const toolCallLine = (result: ToolResultData) =>
+      Effect.gen(function*() {
+        env.counts.toolCalls++
+        const text = fenceToolResult(call.name, resultText(result))
+        const effect = metadataValue(result, "state_effect")
+        const resource = metadataValue(result, "resource_id")
+        yield* env.record("tool_call", parent, {
+          turn,
+          task_id: env.taskId,
+          tool_name: call.name,
+          tool_call_id: call.id,
+          input: inputObject,
+          input_bytes: Buffer.byteLength(data),
+          output: text,
+          output_bytes: Buffer.byteLength(text),
+          duration_ms: Date.now() - began,
+          status: result.status === "passed" ? "ok" : "error",
+          ...(effect === "read" || effect === "mutate" ? { state_effect: effect } : {}),
+          ...(resource === undefined ? {} : { resource_id: resource })
+        })
+        return { result, text } satisfies Dispatched
+      })
     if (env.prepared.shell.allow.includes(call.name)) {
       env.counts.shellCalls++
       const parsed = parseShellInput(data)
-      if (parsed._tag === "Invalid") return parsed.result
+      if (parsed._tag === "Invalid") return yield* toolCallLine(parsed.result)
       const outcome = yield* Effect.either(env.shell.run({
         binary: call.name,
         command: parsed.command,
@@ -54,8 +87,9 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         runtimeVars: env.prepared.runtimeVars,
         graceSeconds: env.prepared.lifecycle.shellGraceSecs
       }))
-      if (Either.isLeft(outcome)) return outcome.left.toolResult
+      if (Either.isLeft(outcome)) return yield* toolCallLine(outcome.left.toolResult)
       const done = outcome.right
+      const dispatched = yield* toolCallLine(done.result)
       if (done._tag === "Finished") {
         yield* env.record("shell", parent, {
           turn,
@@ -76,8 +110,9 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
           command: done.detached.command,
           grace_ms: done.detached.graceMs
         })
+        yield* env.follow(done.detached, done.completion)
       }
-      return done.result
+      return dispatched
     }
     const skill = env.prepared.skills[call.name]
     if (skill !== undefined) {
@@ -89,7 +124,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         duration_ms: Date.now() - began,
         status: "ok"
       })
-      return { status: "passed", summary: `Skill ${call.name} guidance`, data: skill, truncated: false, metadata: [] } satisfies ToolResultData
+      const result: ToolResultData = { status: "passed", summary: `Skill ${call.name} guidance`, data: skill, truncated: false, metadata: [] }
+      return { result, text: skill } satisfies Dispatched
     }
     let result: ToolResultData
     const spec = env.prepared.tools[call.name]
@@ -102,23 +138,5 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         ? ran.right.result ?? errorResult("tool returned no result")
         : errorResult(ran.left.message)
     }
-    env.counts.toolCalls++
-    const text = resultText(result)
-    const effect = metadataValue(result, "state_effect")
-    const resource = metadataValue(result, "resource_id")
-    yield* env.record("tool_call", parent, {
-      turn,
-      task_id: env.taskId,
-      tool_name: call.name,
-      tool_call_id: call.id,
-      input: inputObject,
-      input_bytes: Buffer.byteLength(data),
-      output: text,
-      output_bytes: Buffer.byteLength(text),
-      duration_ms: Date.now() - began,
-      status: result.status === "passed" ? "ok" : "error",
-      ...(effect === "read" || effect === "mutate" ? { state_effect: effect } : {}),
-      ...(resource === undefined ? {} : { resource_id: resource })
-    })
-    return result
+    return yield* toolCallLine(result)
   })

@@ -104,7 +104,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       if (local !== undefined) {
         const acceptance = yield* runner.submit({
           message: { role: "user", messageId: mintId("msg"), parts: [{ kind: "text", text: local }] },
-          provenance: { origin: "user", trust: "trusted", local: true },
+          provenance: { origin: "user", trust: "trusted", hostSource: "task_md" },
           dialect: "a2a"
         })
         // Rejected only when an A2A task won the single slot first: that one is the run's task.

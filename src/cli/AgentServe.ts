@@ -4,15 +4,18 @@
  * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
  * the session's `trace.jsonl` is written in its workdir under `trace.capture`.
  *
- * `MURMUR_CAPSULE_URL` is fixed when the tools are prepared, before the door binds: it is set
- * (`localhost:<port>`) only when `--port` names a port, and left unset for `--port 0`.
+ * `MURMUR_CAPSULE_URL` (`localhost:<port>`) is added once the door is bound, so `--port 0`
+ * gets it too.
  */
 import { Effect, Layer } from "effect"
 import { AgentCapsule } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
+import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
+import { boundUrl } from "../http/Door.js"
 import { SessionLive, type SessionOptions } from "../layers/Main.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
+import { receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
 import { Shell } from "../services/Shell.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../services/Trace.js"
@@ -41,8 +44,7 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
     const prepared = yield* prepareAgent(project, {
       sessionId: options.sessionId,
       workdir: options.workdir,
-      hostEnv: options.hostEnv,
-      capsuleUrl: options.port > 0 ? `localhost:${options.port}` : undefined
+      hostEnv: options.hostEnv
     })
     const { manifest } = project
     const session: SessionOptions = {
@@ -61,9 +63,12 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       },
       runner: { inputTimeoutMs: inputTimeoutMs(prepared.lifecycle) }
     }
-    const capsule = AgentCapsule.layer(prepared).pipe(Layer.provide(Shell.layer()))
-    const layer = SessionLive(capsule, session).pipe(
-      Layer.provide(Trace.layer({ directory: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) }))
+    const capsule = AgentCapsule.layer(prepared, boundUrl).pipe(Layer.provide(Shell.layer()))
+    const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
+    const completions = ShellCompletions.layer.pipe(Layer.provideMerge(trace))
+    const layer = deliverCompletions(receivesBackgroundTasks(prepared.lifecycle)).pipe(
+      Layer.provideMerge(SessionLive(capsule, session)),
+      Layer.provide(completions)
     )
     return { layer, workdir: prepared.workdir, warnings: prepared.warnings }
   })

@@ -64,8 +64,11 @@ export interface Provenance {
   readonly trust: Trust
   readonly delegationId?: string
   readonly traceparent?: string
-  /** Set for a task the host itself started from `task.md` / `--task` (never from the wire). */
-  readonly local?: true
+  /**
+   * Set only for a task the host started itself (never from the wire): from `task.md` /
+   * `--task`, or to deliver a detached shell command's completion.
+   */
+  readonly hostSource?: "task_md" | "detached_shell"
 }
 
 export interface Task {

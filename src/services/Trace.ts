@@ -115,6 +115,12 @@ export class Trace extends Context.Tag("capsule-runtime/services/Trace")<Trace, 
   ) => Effect.Effect<string, TraceWriteFailed>
   /** Under `capture: content`, stores a body as `blobs/<sha256>` (write-once); otherwise `undefined`. */
   readonly blob: (content: string | Uint8Array) => Effect.Effect<TraceBlob | undefined, TraceWriteFailed>
+  /**
+   * A wire hash for a line: `undefined` under `none` (nothing is hashed, since the line drops it),
+   * the body's SHA-256 under `meta`, and under `content` the same after storing the body as its
+   * blob, so the hash on the line always resolves.
+   */
+  readonly digest: (content: string) => Effect.Effect<string | undefined, TraceWriteFailed>
   /** Writes the one `session_end`; later calls, or any call before a `session_start` line, write nothing. */
   readonly sessionEnd: (fields: SessionEndFields) => Effect.Effect<void, TraceWriteFailed>
 }>() {
@@ -192,6 +198,13 @@ export const makeTrace = (options: TraceOptions) =>
       return { sha256, path: target }
     })
 
+    const digest = (content: string): Effect.Effect<string | undefined, TraceWriteFailed> =>
+      options.capture === "none"
+        ? Effect.succeed(undefined)
+        : options.capture === "meta"
+        ? Effect.sync(() => sha256Hex(content))
+        : Effect.map(blob(content), (stored) => stored?.sha256 ?? sha256Hex(content))
+
     const sessionStart = Effect.fn("Trace.sessionStart")(function*(fields: SessionStartFields) {
       if (sessionStarted) return yield* Effect.dieMessage("Trace.sessionStart: session_start was already written for this launch")
       sessionStarted = true
@@ -227,5 +240,5 @@ export const makeTrace = (options: TraceOptions) =>
       yield* write("session_end", sessionNode, fields)
     })
 
-    return Trace.of({ sessionStart, taskStart, taskEnd, record, blob, sessionEnd })
+    return Trace.of({ sessionStart, taskStart, taskEnd, record, blob, digest, sessionEnd })
   }).pipe(Effect.annotateLogs({ service: "Trace" }))

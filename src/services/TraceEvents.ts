@@ -31,8 +31,9 @@ export interface SessionStartFields {
   readonly delegation_id?: string
   readonly system_prompt_source: "manifest" | "cli" | "none"
   readonly credential_source: "config" | "environment" | "manifest" | "none"
-  /** SHA-256 (hex) of the resolved prompt; `null` when none. Recomputed from `system_prompt` when that is given. */
+  /** SHA-256 (hex) of the manifest's resolved prompt, without the runtime's `[Capsule]` block; `null` when none. Recomputed from `system_prompt` when that is given. */
   readonly system_prompt_sha256: string | null
+  /** The explain-scope report (docs/trace.md, "effective_grants"): names, never env values. */
   readonly effective_grants?: Readonly<Record<string, unknown>>
   /** The prompt body: never on the line; under `content` stored as `blobs/<system_prompt_sha256>`. */
   readonly system_prompt?: string | null
@@ -91,6 +92,7 @@ export interface InferenceFields {
   /** `hook:<name>` for a hook's completion; `model` only alongside it. */
   readonly origin?: string
   readonly model?: string
+  /** The runtime's `msg_` ids of the messages this request carried, in send order (every capture mode). */
   readonly message_ids?: ReadonlyArray<string>
   /** Wire hashes (SHA-256 hex of what was sent): dropped under `capture: none`. */
   readonly system_sha?: string
@@ -109,7 +111,7 @@ export interface ToolCallFields {
   readonly tool_call_id: string | null
   readonly input: Readonly<Record<string, unknown>>
   readonly input_bytes: number
-  /** The tool output text: written only under `capture: content`. */
+  /** What the model received (the fenced result): written only under `capture: content`. */
   readonly output?: string
   readonly output_bytes: number
   readonly duration_ms: number

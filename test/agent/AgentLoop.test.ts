@@ -189,16 +189,18 @@ describe("agent loop (in process, scripted driver)", () => {
     expect(request.messages[3]).toMatchObject({ tool_call_id: "c2", is_error: false })
 
     const types = traceLines(served.workdir).map((line) => line.event_type)
-    expect(types).toEqual(["session_start", "task_start", "inference", "tool_call", "shell", "inference", "task_end"])
+    // Spec §4.1 step 2 and §4.4: a wire task is announced before it starts; a shell call writes tool_call, then shell.
+    expect(types).toEqual(["session_start", "a2a_task_received", "task_start", "inference", "tool_call", "tool_call", "shell", "inference", "task_end"])
     const [first, second] = ofType(served.workdir, "inference")
     expect(first).toMatchObject({ turn: 0, task_id: id, decision: "tool_call", stop_reason: "tool_call", tool_name: "echo-tool" })
     expect(second).toMatchObject({ turn: 1, decision: "end_turn", stop_reason: "end_turn", tool_name: null })
     expect(ofType(served.workdir, "tool_call")[0]).toMatchObject({ turn: 0, tool_name: "echo-tool", tool_call_id: "c1", input: { msg: "hi" }, status: "ok", parent_id: first!.event_id })
+    expect(ofType(served.workdir, "tool_call")[1]).toMatchObject({ turn: 0, tool_name: "echo", tool_call_id: "c2", status: "ok", parent_id: first!.event_id })
     expect(ofType(served.workdir, "shell")[0]).toMatchObject({ turn: 0, command: "hello from shell", exit_code: 0, stdout_bytes: 17, stderr_bytes: 0 })
-    expect(ofType(served.workdir, "task_end")[0]).toMatchObject({ task_id: id, exit_status: "ok", turns: 2, tool_calls: 1, shell_calls: 1 })
+    expect(ofType(served.workdir, "task_end")[0]).toMatchObject({ task_id: id, exit_status: "ok", turns: 2, tool_calls: 2, shell_calls: 1 })
     expect(await served.liveWorkers()).toBe(0)
     await served.close()
-    expect(ofType(served.workdir, "session_end")[0]).toMatchObject({ total_turns: 2, total_tool_calls: 1, total_shell_calls: 1, exit_status: "ok" })
+    expect(ofType(served.workdir, "session_end")[0]).toMatchObject({ total_turns: 2, total_tool_calls: 2, total_shell_calls: 1, exit_status: "ok" })
   })
 
   it("feeds an unknown tool's dispatch error back to the model as an is_error message and goes on", async () => {

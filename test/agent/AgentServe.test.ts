@@ -110,4 +110,22 @@ describe("serve <agent dir> --json (CLI)", () => {
     served.child.kill("SIGTERM")
     expect(await served.exited).toEqual({ code: 0, signal: null })
   })
+
+  it("gives tools and the shell MURMUR_CAPSULE_URL once the door is bound, --port 0 included", async () => {
+    const dir = await agentDir({
+      driverConfig: {
+        replies: [
+          { stop_reason: "tool_call", content: [call("c1", "sh", { command: "echo url=$MURMUR_CAPSULE_URL" })] },
+          { stop_reason: "end_turn", content: [text("ok")] }
+        ]
+      },
+      capabilities: "  shell:\n    allow: [sh]\n"
+    })
+    const { listening } = await serveCli(dir, {}, cleanups)
+    const reply = await rpc(listening.url, "message/send", { message: referenceMessage("where am I?"), configuration: { blocking: true } })
+    expect(reply.body.result.status.state).toBe("completed")
+    const shell = reply.body.result.artifacts.find((artifact: { name: string }) => artifact.name === "sh")
+    expect(shell.parts[0].text).toContain(`url=localhost:${new URL(listening.url).port}\n`)
+  })
 })
+

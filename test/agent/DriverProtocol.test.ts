@@ -59,17 +59,20 @@ describe("continuation", () => {
 })
 
 describe("tool list and fence", () => {
-  it("sorts by name, hides drivers/hooks and the prompt artifact, adds synthetic shell tools", () => {
+  it("sorts by name, hides what its staged manifest calls a driver/hook and the prompt skill; skills fall back to skill.md", () => {
     const tools = buildToolList([
-      { name: "zeta", kind: "tool", ownRuntime: "tool", description: "Z", inputSchema: "{\"type\":\"object\"}" },
-      { name: "drv", kind: "tool", ownRuntime: "driver", description: undefined, inputSchema: undefined },
-      { name: "guide", kind: "skill", ownRuntime: "skill", description: undefined, inputSchema: undefined, skillText: "\n  How to do it\nmore" },
-      { name: "prompt", kind: "skill", ownRuntime: "skill", description: undefined, inputSchema: undefined, skillText: "x" }
-    ], ["bash", "zeta"], "prompt")
-    expect(tools.map((tool) => tool.name)).toEqual(["bash", "guide", "zeta"])
-    expect(tools[0]!.parameters).toEqual({ type: "object", properties: { command: { type: "string" } }, required: ["command"] })
-    expect(tools[1]).toEqual({ name: "guide", parameters: { type: "object", properties: {} }, description: "How to do it" })
-    expect(tools[2]).toEqual({ name: "zeta", parameters: { type: "object" }, description: "Z" })
+      { name: "zeta", manifest: { runtime: "tool", description: " Z ", inputSchema: { type: "object" } } },
+      { name: "drv", manifest: { runtime: "driver" } },
+      { name: "old", manifest: { runtime: "wasm", inputSchema: "{\"type\":\"object\"}" } },
+      { name: "guide", manifest: { runtime: "skill" }, skillText: "\n  How to do it\nmore" },
+      { name: "noted", manifest: { runtime: "skill", description: "From its manifest" }, skillText: "not this" },
+      { name: "prompt", manifest: { runtime: "skill" }, skillText: "x" }
+    ], "prompt")
+    expect(tools.map((tool) => tool.name)).toEqual(["guide", "noted", "old", "zeta"])
+    expect(tools[0]).toEqual({ name: "guide", parameters: { type: "object", properties: {} }, description: "How to do it" })
+    expect(tools[1]).toEqual({ name: "noted", parameters: { type: "object", properties: {} }, description: "From its manifest" })
+    expect(tools[2]).toEqual({ name: "old", parameters: { type: "object" } })
+    expect(tools[3]).toEqual({ name: "zeta", parameters: { type: "object" }, description: "Z" })
   })
 
   it("fences a tool result and neutralises forged markers", () => {

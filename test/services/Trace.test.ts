@@ -382,6 +382,22 @@ describe("Trace", () => {
         assert.strictEqual(statSync(first.path).ino, inode)
         assert.deepStrictEqual(readdirSync(join(dir, "blobs")), [first.sha256])
       }))
+
+    it.effect("digest: nothing under none, the hash under meta, the hash with its blob under content", () =>
+      Effect.gen(function*() {
+        const digests: Partial<Record<TraceCapture, string | undefined>> = {}
+        const dirs: Partial<Record<TraceCapture, string>> = {}
+        for (const capture of ["none", "meta", "content"] as const) {
+          const dir = (dirs[capture] = sessionDir())
+          digests[capture] = yield* withTrace(dir, capture, (trace) => trace.digest("turn body"))
+        }
+        assert.isUndefined(digests.none)
+        assert.strictEqual(digests.meta, sha256Hex("turn body"))
+        assert.strictEqual(digests.content, sha256Hex("turn body"))
+        assert.isFalse(existsSync(join(dirs.none!, "blobs")))
+        assert.isFalse(existsSync(join(dirs.meta!, "blobs")))
+        assert.strictEqual(readFileSync(join(dirs.content!, "blobs", sha256Hex("turn body")), "utf8"), "turn body")
+      }))
   })
 
   describe("write failures", () => {

@@ -1,0 +1,70 @@
+/**
+ * Detached shell commands end to end (spec §3.5 [0.3]), through the CLI (`npm run build`
+ * first): under `queue` + `sleep` a completion arrives as a `completion`-origin task in the bg
+ * lane; when the session ends first, the command is recorded as `shell_abandoned`.
+ */
+import { rmSync } from "node:fs"
+import { afterEach, describe, expect, it } from "vitest"
+import { call, endTurn, ofType, toolTurn, traceLines } from "../lib/AgentE2E.js"
+import { type AgentDirOptions, exitEvent, makeAgentCapsuleDir, runCli, serveCli } from "../lib/CapsuleDirs.js"
+import { referenceMessage, rpc, sleep } from "../lib/Door.js"
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+const agentDir = async (options: AgentDirOptions) => {
+  const dir = await makeAgentCapsuleDir(options)
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** Turn 1 runs a command that outlives the grace window; turn 2 ends the task. */
+const detaching = (lifecycle: string) => ({
+  driverConfig: { replies: [toolTurn(call("c1", "sh", { command: "sleep 1; echo finished" })), endTurn("started it")] },
+  capabilities: "  shell:\n    allow: [sh]\n",
+  extra: `lifecycle:\n  shell_grace_secs: 0\n${lifecycle}`
+})
+
+describe("detached shell completions", () => {
+  it("under queue + sleep, the completion becomes a completion-origin task that runs the loop", async () => {
+    const dir = await agentDir(detaching("  task_acceptance: queue\n  after_task: sleep\n"))
+    const { listening } = await serveCli(dir, {}, cleanups)
+    const first = await rpc(listening.url, "message/send", { message: referenceMessage("start the job"), configuration: { blocking: true } })
+    expect(first.body.result.status.state).toBe("completed")
+    const handle = first.body.result.artifacts.find((artifact: { name: string }) => artifact.name === "sh").parts[0].text
+    const workId = /wrk_[0-9a-f]{32}/.exec(handle)?.[0]
+    expect(workId, handle).toBeDefined()
+
+    let completed: Record<string, any> | undefined
+    for (let i = 0; i < 200 && completed === undefined; i++) {
+      completed = ofType(traceLines(listening.workdir), "shell_completed").find((line) => line.work_id === workId)
+      if (completed === undefined) await sleep(50)
+    }
+    const detached = ofType(traceLines(listening.workdir), "shell_detached").find((line) => line.work_id === workId)
+    expect(completed).toMatchObject({ binary: detached!.binary, command: "sleep 1; echo finished", exit_code: 0, status: "ok", output_path: `logs/${workId}.log`, completion_task_id: expect.stringMatching(/^tsk_/) })
+    const taskId = completed!.completion_task_id
+    let task: Record<string, any> = {}
+    for (let i = 0; i < 200; i++) {
+      task = (await rpc(listening.url, "tasks/get", { id: taskId })).body.result
+      if (task.status.state === "completed") break
+      await sleep(50)
+    }
+    expect(task.status.state).toBe("completed")
+    expect(task.metadata?.murmur ?? { origin: "completion" }).toMatchObject({ origin: "completion" })
+    const start = ofType(traceLines(listening.workdir), "task_start").find((line) => line.task_id === taskId)
+    expect(start).toMatchObject({ source: "detached_shell", origin: "completion", lane: "bg" })
+  })
+
+  it("when the session ends first, the running command is recorded as shell_abandoned", async () => {
+    const dir = await agentDir(detaching(""))
+    const run = await runCli(["run", dir, "--task", "start the job", "--json"])
+    expect(run.code, run.stderr).toBe(0)
+    const lines = traceLines(exitEvent(run).workdir)
+    const detached = ofType(lines, "shell_detached")
+    expect(detached).toHaveLength(1)
+    expect(ofType(lines, "shell_abandoned")).toEqual([expect.objectContaining({ work_id: detached[0]!.work_id, binary: detached[0]!.binary, running_ms: expect.any(Number) })])
+    expect(ofType(lines, "shell_completed")).toHaveLength(0)
+  })
+})
