@@ -9,7 +9,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
 import { guestLog } from "../sandbox/ScriptLaunch.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
@@ -19,6 +19,7 @@ import { Trace } from "../services/Trace.js"
 import type { TaskExitStatus } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { ShellCompletions } from "./ShellCompletions.js"
+import { tokenCounter } from "./Tokens.js"
 import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
 import {
   assistantMessage,
@@ -48,8 +49,6 @@ export interface AgentOutcome {
 /** A host-side error: the task fails with this message (`driver invocation failed: …`). */
 export class AgentHostError extends Error {}
 
-/** Rough token estimate (the reference counts cl100k tokens; this runtime has no tokenizer). */
-const estimateTokens = (text: string) => Math.ceil(Buffer.byteLength(text) / 4)
 
 export const writeResult = (workdir: string, text: string) => {
   mkdirSync(join(workdir, "out"), { recursive: true })
@@ -88,6 +87,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const sandbox = yield* Sandbox
     const shell = yield* Shell
     const trace = yield* Trace
+    const countTokens = yield* tokenCounter
     // Outside a session that delivers completions (a library caller's own loop), nobody waits.
     const completions = yield* Effect.serviceOption(ShellCompletions)
     const started = Date.now()
@@ -192,9 +192,11 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
           promptCacheKey: cacheKey
         })
         const body = JSON.stringify(request)
-        const inputTokens = estimateTokens(JSON.stringify({ ...request, messages }))
         phase.name = "inference"
-        const ran = yield* Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost))
+        const driving = yield* Effect.fork(Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost)))
+        // Counted while the driver's worker runs: the whole payload, as if nothing were threaded.
+        const inputTokens = countTokens(send.continuationId === undefined ? body : JSON.stringify({ ...request, messages }))
+        const ran = yield* Fiber.join(driving)
         phase.name = "turn"
         if (Either.isLeft(ran)) return yield* Effect.fail(new AgentHostError(ran.left.message))
         yield* io.endTurn
@@ -205,7 +207,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         continuation = nextContinuation(continuationId, input.contextId, messages.length)
         const calls = toolCalls(response)
         if (Either.isLeft(calls)) return yield* Effect.fail(new AgentHostError(calls.left))
-        const outputTokens = estimateTokens(raw)
+        const outputTokens = countTokens(raw)
         counts.inputTokens += inputTokens
         counts.outputTokens += outputTokens
         const usage = response.usage
