@@ -163,6 +163,16 @@ describe("inference: accepted", () => {
     assert.strictEqual(ok(agent({ ...PROCESS, endpoint: "''", api_key: "' '" })).manifest.inference?.command, "claude")
   })
 
+  it("a hook artifact is accepted and named as not run", () => {
+    const parsed = ok(`name: demo\nversion: 0.1.0\nartifacts:\n  - { name: d, version: 1.0.0, runtime: driver }\n  - { name: h, version: 1.0.0, runtime: hook }\n` +
+      "inference:\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n  driver: { artifact: d }\n")
+    assert.deepStrictEqual(parsed.warnings.filter((w) => w.code === "W-RUN-001"), [{
+      code: "W-RUN-001",
+      message: "'runtime: hook (artifact 'h')' is accepted but not acted on by capsule-runtime (TypeScript) yet: hooks are not run, so the capsule runs without it",
+      path: "artifacts[1]"
+    }])
+  })
+
   it("compaction and max_session_tokens: defaults applied, validated, and named as not acted on", () => {
     const parsed = ok(agent({ compaction: "{ model: small, system_prompt_file: ' c.md ' }", max_session_tokens: "50000" }))
     assert.deepStrictEqual(parsed.manifest.inference?.compaction, { threshold: 0.98, model: "small", systemPromptFile: "c.md", dumpSummaries: false })
@@ -187,7 +197,14 @@ describe("the session blocks: accepted", () => {
   shell_grace_secs: 0
   delegation_deadline_secs: 120
 `))
-    assert.deepStrictEqual(warnings, [])
+    assert.deepStrictEqual(warnings, [
+      { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" },
+      {
+        code: "W-RUN-001",
+        message: "'lifecycle.conversation: threaded' is accepted but not acted on by capsule-runtime (TypeScript) yet: every task starts a fresh conversation, as under 'stateless'",
+        path: "lifecycle.conversation"
+      }
+    ])
     assert.deepStrictEqual(manifest.lifecycle, {
       taskAcceptance: "queue",
       afterTask: "sleep",

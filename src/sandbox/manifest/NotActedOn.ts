@@ -11,6 +11,7 @@ const RUNTIME = "capsule-runtime (TypeScript)"
 const INERT_KEYS = [
   ["inference", "compaction"],
   ["inference", "max_session_tokens"],
+  ["lifecycle", "max_task_reopens"],
   ["context", "record"],
   ["context", "record_store"],
   ["context", "seed_budget"],
@@ -50,5 +51,15 @@ export const notActedOnWarnings = (blocks: Blocks, transport: "http" | "process"
       warnings.push(warning(path, path, "it was validated and has no effect when this runtime runs the capsule"))
     }
   }
+  const lifecycle = blocks["lifecycle"] as Readonly<Record<string, unknown>> | undefined
+  if (lifecycle?.["conversation"] === "threaded") {
+    warnings.push(warning("lifecycle.conversation", "lifecycle.conversation: threaded", "every task starts a fresh conversation, as under 'stateless'"))
+  }
+  const artifacts = Array.isArray(blocks["artifacts"]) ? blocks["artifacts"] as ReadonlyArray<Readonly<Record<string, unknown>> | null> : []
+  artifacts.forEach((artifact, index) => {
+    if (artifact?.["runtime"] === "hook") {
+      warnings.push(warning(`artifacts[${index}]`, `runtime: hook (artifact '${String(artifact["name"])}')`, "hooks are not run, so the capsule runs without it"))
+    }
+  })
   return warnings
 }
