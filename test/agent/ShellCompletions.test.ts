@@ -67,4 +67,33 @@ describe("detached shell completions", () => {
     expect(ofType(lines, "shell_abandoned")).toEqual([expect.objectContaining({ work_id: detached[0]!.work_id, binary: detached[0]!.binary, running_ms: expect.any(Number) })])
     expect(ofType(lines, "shell_completed")).toHaveLength(0)
   })
+
+  it("a command still running shows in the residue of a cancel, and keeps running", async () => {
+    const dir = await agentDir({
+      driverConfig: { replies: [toolTurn(call("c1", "sh", { command: "sleep 2; echo finished" })), { stop_reason: "end_turn", content: [], spin: true }] },
+      capabilities: "  shell:\n    allow: [sh]\n",
+      extra: "lifecycle:\n  shell_grace_secs: 0\n  task_acceptance: queue\n  after_task: sleep\n"
+    })
+    const { listening } = await serveCli(dir, {}, cleanups)
+    const sent = await rpc(listening.url, "message/send", { message: referenceMessage("start, then think forever"), configuration: { blocking: false } })
+    const id = sent.body.result.id
+    let detached: Record<string, any> | undefined
+    for (let i = 0; i < 200 && detached === undefined; i++) {
+      detached = ofType(traceLines(listening.workdir), "shell_detached")[0]
+      if (detached === undefined) await sleep(25)
+    }
+    expect(detached).toBeDefined()
+    const cancel = await rpc(listening.url, "tasks/cancel", { id })
+    expect(cancel.body.result.status.state).toBe("canceled")
+    const residue = cancel.body.result.artifacts.find((artifact: { name: string }) => artifact.name === "residue")
+    const items = residue.parts.map((part: { text: string }) => JSON.parse(part.text))
+    expect(items).toEqual([expect.objectContaining({ kind: "detached_shell", work_id: detached!.work_id, binary: detached!.binary, command: "sleep 2; echo finished" })])
+    let completed: Record<string, any> | undefined
+    for (let i = 0; i < 200 && completed === undefined; i++) {
+      completed = ofType(traceLines(listening.workdir), "shell_completed")[0]
+      if (completed === undefined) await sleep(50)
+    }
+    expect(completed).toMatchObject({ work_id: detached!.work_id, exit_code: 0 })
+  })
 })
+
