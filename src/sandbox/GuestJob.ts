@@ -86,6 +86,20 @@ export interface GuestJob {
   readonly rpc: { readonly port: MessagePort; readonly flag: SharedArrayBuffer }
 }
 
+/**
+ * The worker's first message. `hold`: a warm-pool worker, which prepares its instance ahead and
+ * waits for the run's `RunGo` on `rpc` (the job's role input is then a placeholder).
+ */
+export interface GuestStart {
+  readonly job: GuestJob
+  readonly hold?: boolean
+}
+
+/** Starts a held worker's run: posted on `rpc.port`, then the flag is raised. */
+export interface RunGo {
+  readonly input: ToolInputData
+}
+
 export type HostCall =
   | { readonly method: "requestInput"; readonly prompt: string }
   | { readonly method: "sendMessage"; readonly peerUrl: string; readonly messageId: string; readonly contextId?: string | undefined; readonly text: string }

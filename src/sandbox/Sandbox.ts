@@ -4,11 +4,16 @@
  * cancel and shutdown all end in `worker.terminate()`, so no worker outlives its run. Host
  * calls the guest makes synchronously (request-input, message/send) are served here, on the
  * main thread, while the worker sleeps on a shared flag.
+ *
+ * Warm pools (`warm`) hold workers that have already instantiated one particular guest, with
+ * the grant and context of the runs it expects; a matching run takes one, hands it its input
+ * and skips boot, glue import and instantiation. Each held worker still serves exactly one
+ * run with an instance made for it alone (docs/benchmarks.md, "Agent").
  */
-import { MessageChannel, Worker } from "node:worker_threads"
-import { Context, Duration, Effect, Layer, Option, Queue } from "effect"
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads"
+import { Context, Duration, Effect, Exit, Layer, Option, Queue, type Scope } from "effect"
 import type { CompiledComponent } from "./ComponentCache.js"
-import type { ArtifactData, GuestGrant, GuestJob, HostCall, HostReply, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
+import type { ArtifactData, GuestGrant, GuestJob, GuestStart, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
 import { capMessage, isMemoryLimit } from "./MemoryVerdict.js"
 import { deadlineMessage, type GuestRole, limitMessage, SandboxError, trapMessage } from "./SandboxError.js"
 
@@ -54,6 +59,9 @@ export interface GuestRun {
   readonly host: GuestHost
 }
 
+/** A run known before its call: everything but its input, its host and its deadline. */
+export type GuestTemplate = Omit<GuestRun, "input" | "host" | "deadlineSeconds">
+
 export interface GuestOutcome {
   /** A tool's result (a capsule returns nothing). */
   readonly result: ToolResultData | undefined
@@ -69,6 +77,15 @@ export interface SandboxConfig {
    * off the run's path, for about 17 MiB per idle worker (docs/benchmarks.md).
    */
   readonly prestart: number
+  /** Most held (pre-instantiated) workers across all warm pools, whatever they ask for. */
+  readonly warmLimit: number
+  /**
+   * How long after a held worker's run its replacement starts booting. The run's follow-ups
+   * (the tool call a driver asked for, the next turn) come within milliseconds, and a
+   * replacement takes far longer than that to be ready: booting it at once would only take a
+   * CPU from them.
+   */
+  readonly warmRefillDelayMs: number
 }
 
 /** Keeps the last `limit` characters a guest wrote to a stream. */
@@ -90,6 +107,20 @@ const workerUrl = () => {
     : new URL("./worker/GuestWorker.js", here)
 }
 
+/** A worker and the host channel of the one run it serves. */
+interface Held {
+  readonly worker: Worker
+  readonly reply: MessagePort
+  readonly flag: Int32Array
+}
+
+interface WarmPool {
+  readonly template: GuestTemplate
+  /** The sizes its holders asked for; the pool keeps the largest. */
+  readonly sizes: Array<number>
+  readonly idle: Array<Held>
+}
+
 type Incoming = WorkerMessage | { readonly type: "exit"; readonly code: number } | { readonly type: "error"; readonly message: string }
 
 export class Sandbox extends Context.Tag("capsule-runtime/sandbox/Sandbox")<Sandbox, {
@@ -97,12 +128,56 @@ export class Sandbox extends Context.Tag("capsule-runtime/sandbox/Sandbox")<Sand
   readonly run: (job: GuestRun) => Effect.Effect<GuestOutcome, SandboxError>
   /** Workers serving a run right now (each run owns exactly one; idle pre-started ones are not counted). */
   readonly liveWorkers: () => Effect.Effect<number>
-  /** Pre-started workers waiting for a run. */
+  /** Pre-started workers waiting for a run: the generic ones and the warm pools' held ones. */
   readonly idleWorkers: () => Effect.Effect<number>
+  /**
+   * Keeps `size` workers instantiated ahead for runs matching `template` (same component,
+   * role, grant, tools and context), refilled after each run, until the scope closes (which
+   * terminates them). Runs that match nothing still get a generic or fresh worker.
+   */
+  readonly warm: (template: GuestTemplate, size: number) => Effect.Effect<void, never, Scope.Scope>
 }>() {
   static readonly layer = (config: Partial<SandboxConfig> = {}) =>
-    Layer.scoped(Sandbox, makeSandbox({ workerHeapMb: 256, prestart: 0, ...config }))
+    Layer.scoped(Sandbox, makeSandbox({ workerHeapMb: 256, prestart: 0, warmLimit: 8, warmRefillDelayMs: 50, ...config }))
 }
+
+/** What a worker is handed; a held worker's tool input is a placeholder until its `go`. */
+const jobData = (job: GuestTemplate, input: ToolInputData, rpc: GuestJob["rpc"]): GuestJob => ({
+  role: job.role.kind === "capsule" ? { kind: "capsule" } : { kind: "tool", name: job.role.name, input },
+  guest: job.component.guest,
+  grant: job.grant,
+  allowlist: job.allowlist,
+  tools: Object.fromEntries(Object.entries(job.tools).map(([name, tool]) => [name, {
+    guest: tool.component.guest,
+    grant: tool.grant,
+    deadlineMs: tool.deadlineSeconds * 1000
+  }])),
+  inTask: job.inTask,
+  sessionId: job.sessionId,
+  artifacts: job.artifacts,
+  rpc
+})
+
+const guestIds = new WeakMap<object, number>()
+let nextGuestId = 0
+const guestId = (guest: object) => {
+  let id = guestIds.get(guest)
+  if (id === undefined) guestIds.set(guest, id = nextGuestId++)
+  return id
+}
+
+/** Equal for runs a held worker can serve: everything its instance was built from. */
+const templateKey = (job: GuestTemplate) =>
+  JSON.stringify([
+    job.role,
+    guestId(job.component.guest),
+    job.grant,
+    job.allowlist,
+    Object.entries(job.tools).map(([name, tool]) => [name, guestId(tool.component.guest), tool.grant, tool.deadlineSeconds]),
+    job.inTask,
+    job.sessionId,
+    job.artifacts
+  ])
 
 const decoder = () => new TextDecoder()
 
@@ -133,35 +208,87 @@ const makeSandbox = (config: SandboxConfig) =>
       }
     }
 
+    const pools = new Map<string, WarmPool>()
+    let held = 0
+    /** Workers that finished their run and are being terminated off the run's path. */
+    const dying = new Set<Promise<number>>()
+
+    const fill = (key: string, pool: WarmPool) => {
+      while (!closed && pools.get(key) === pool && pool.idle.length < Math.max(0, ...pool.sizes) && held < config.warmLimit) {
+        const worker = startWorker()
+        const channel = new MessageChannel()
+        const flag = new SharedArrayBuffer(4)
+        const start: GuestStart = { job: jobData(pool.template, {}, { port: channel.port2, flag }), hold: true }
+        worker.postMessage(start, [channel.port2])
+        const entry: Held = { worker, reply: channel.port1, flag: new Int32Array(flag) }
+        held++
+        worker.once("exit", () => {
+          const at = pool.idle.indexOf(entry)
+          if (at >= 0) {
+            pool.idle.splice(at, 1)
+            held--
+            entry.reply.close()
+          }
+        })
+        worker.on("error", () => undefined)
+        pool.idle.push(entry)
+      }
+    }
+
+    const take = (pool: WarmPool): Held | undefined => {
+      const entry = pool.idle.shift()
+      if (entry !== undefined) held--
+      return entry
+    }
+
+    const warm = (template: GuestTemplate, size: number) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const key = templateKey(template)
+          const pool = pools.get(key) ?? { template, sizes: [], idle: [] }
+          pools.set(key, pool)
+          pool.sizes.push(size)
+          fill(key, pool)
+          return { key, pool }
+        }),
+        ({ key, pool }) =>
+          Effect.promise(() => {
+            pool.sizes.splice(pool.sizes.indexOf(size), 1)
+            const extra = pool.idle.splice(Math.max(0, ...pool.sizes))
+            held -= extra.length
+            if (pool.sizes.length === 0) pools.delete(key)
+            return Promise.all(extra.map((entry) => entry.worker.terminate()))
+          })
+      ).pipe(Effect.asVoid)
+
     refill()
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => {
         closed = true
-        return Promise.all(idle.splice(0).map((worker) => worker.terminate()))
+        const waiting = [...pools.values()].flatMap((pool) => pool.idle.splice(0).map((entry) => entry.worker))
+        held = 0
+        pools.clear()
+        return Promise.all([...idle.splice(0), ...waiting].map((worker) => worker.terminate()).concat([...dying]))
       })
     )
+
+    /** A generic or fresh worker, handed the whole job now. */
+    const startRun = (job: GuestRun): Held => {
+      const channel = new MessageChannel()
+      const flag = new SharedArrayBuffer(4)
+      const worker = idle.shift() ?? startWorker()
+      const start: GuestStart = { job: jobData(job, job.input ?? {}, { port: channel.port2, flag }) }
+      worker.postMessage(start, [channel.port2])
+      return { worker, reply: channel.port1, flag: new Int32Array(flag) }
+    }
 
     const spawn = (job: GuestRun, queue: Queue.Queue<Incoming>) =>
       Effect.acquireRelease(
         Effect.sync(() => {
-          const channel = new MessageChannel()
-          const flag = new SharedArrayBuffer(4)
-          const data: GuestJob = {
-            role: job.role.kind === "capsule" ? { kind: "capsule" } : { kind: "tool", name: job.role.name, input: job.input ?? {} },
-            guest: job.component.guest,
-            grant: job.grant,
-            allowlist: job.allowlist,
-            tools: Object.fromEntries(Object.entries(job.tools).map(([name, tool]) => [name, {
-              guest: tool.component.guest,
-              grant: tool.grant,
-              deadlineMs: tool.deadlineSeconds * 1000
-            }])),
-            inTask: job.inTask,
-            sessionId: job.sessionId,
-            artifacts: job.artifacts,
-            rpc: { port: channel.port2, flag }
-          }
-          const worker = idle.shift() ?? startWorker()
+          const key = pools.size === 0 ? undefined : templateKey(job)
+          const pool = key === undefined ? undefined : pools.get(key)
+          const entry = pool === undefined ? undefined : take(pool)
+          const { worker, reply, flag } = entry ?? startRun(job)
           live++
           worker.on("message", (message: WorkerMessage) => queue.unsafeOffer(message))
           worker.on("error", (error) => queue.unsafeOffer({ type: "error", message: error.message }))
@@ -169,18 +296,34 @@ const makeSandbox = (config: SandboxConfig) =>
           // Anything the worker's JS writes to its own process.stdout/stderr is the guest's too.
           worker.stdout.on("data", (chunk: Buffer) => queue.unsafeOffer({ type: "stdout", bytes: chunk }))
           worker.stderr.on("data", (chunk: Buffer) => queue.unsafeOffer({ type: "stderr", bytes: chunk }))
-          worker.postMessage({ job: data }, [channel.port2])
-          // The replacement starts after the job is on its way, not in front of it.
-          refill()
-          return { worker, reply: channel.port1, flag: new Int32Array(flag) }
+          if (entry !== undefined) {
+            const go: RunGo = { input: job.input ?? {} }
+            reply.postMessage(go)
+            Atomics.store(flag, 0, 1)
+            Atomics.notify(flag, 0)
+          } else {
+            // The replacement starts after the job is on its way, not in front of it.
+            refill()
+          }
+          const refillPool = pool === undefined ? undefined : () => setTimeout(() => fill(key!, pool), config.warmRefillDelayMs).unref()
+          return { worker, reply, flag, refillPool }
         }),
-        ({ reply, worker }) =>
-          Effect.promise(() => worker.terminate()).pipe(
-            Effect.ensuring(Effect.sync(() => {
-              live--
-              reply.close()
-            }))
-          )
+        ({ refillPool, reply, worker }, exit) => {
+          const done = Effect.sync(() => {
+            live--
+            reply.close()
+            refillPool?.()
+          })
+          if (Exit.isFailure(exit)) return Effect.promise(() => worker.terminate()).pipe(Effect.ensuring(done))
+          // The guest has answered and runs nothing more: its thread is torn down off the run's
+          // path (shutdown still waits for it); a failure or an interruption waits for it here.
+          return Effect.sync(() => {
+            const ending = worker.terminate()
+            dying.add(ending)
+            const forget = () => void dying.delete(ending)
+            ending.then(forget, forget)
+          }).pipe(Effect.zipRight(done))
+        }
       )
 
     const run = (job: GuestRun) =>
@@ -260,7 +403,12 @@ const makeSandbox = (config: SandboxConfig) =>
         Effect.withSpan("Sandbox.run", { attributes: { role: job.role.kind === "capsule" ? "capsule" : job.role.name } })
       )
 
-    return Sandbox.of({ run, liveWorkers: () => Effect.sync(() => live), idleWorkers: () => Effect.sync(() => idle.length) })
+    return Sandbox.of({
+      run,
+      liveWorkers: () => Effect.sync(() => live),
+      idleWorkers: () => Effect.sync(() => idle.length + held),
+      warm
+    })
   })
 
 export type { ToolResultData }

@@ -1,5 +1,6 @@
 /**
- * The Sandbox service directly: one worker per run, the pre-started pool, interruption.
+ * The Sandbox service directly: one worker per run, the pre-started pool, warm pools of held
+ * (pre-instantiated) workers, interruption.
  */
 import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { mkdtempSync } from "node:fs"
@@ -7,13 +8,25 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { ComponentCache } from "../../src/sandbox/ComponentCache.js"
-import { Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
+import type { GuestGrant } from "../../src/sandbox/GuestJob.js"
+import { type GuestTemplate, Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
 import { buildComponent, type FixtureName } from "../lib/components.js"
 
 const cacheDirectory = new URL("../../.cache/cli-components", import.meta.url).pathname
 const limits = { memoryBytes: 64 * 1024 * 1024, tableElements: 100_000 }
 
 const layer = (prestart: number) => Layer.merge(ComponentCache.layer({ directory: cacheDirectory }), Sandbox.layer({ prestart }))
+
+const grantOf = (env: Record<string, string> = {}): GuestGrant =>
+  ({ preopen: mkdtempSync(join(tmpdir(), "sandbox-")), env, network: [], memoryBytes: limits.memoryBytes, instances: 1000 })
+
+/** A template for `fixture` run in `role` (the test's warm pools and runs share it). */
+const templateOf = (fixture: FixtureName, role: GuestTemplate["role"], grant = grantOf()) =>
+  Effect.gen(function*() {
+    const cache = yield* ComponentCache
+    const component = yield* cache.load(yield* Effect.promise(() => buildComponent(fixture)), limits)
+    return { role, component, grant, allowlist: [], tools: {}, inTask: false, sessionId: "ses_test", artifacts: [] } satisfies GuestTemplate
+  })
 
 const runOf = (fixture: FixtureName, deadlineSeconds = 30) =>
   Effect.gen(function*() {
@@ -73,6 +86,86 @@ describe("Sandbox", () => {
       const took = Date.now() - before
       expect(yield* sandbox.liveWorkers()).toBe(0)
       expect(took).toBeLessThan(2_000)
+    })
+    await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
+  })
+
+  it("a warm pool holds a worker instantiated ahead; a matching run takes it with its input, the pool refills, closing terminates it", async () => {
+    const scope = Effect.runSync(Scope.make())
+    const context = await Effect.runPromise(Layer.buildWithScope(layer(0), scope))
+    const program = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      const template = yield* templateOf("echo-tool", { kind: "tool", name: "echo-tool" })
+      const pool = yield* Scope.make()
+      yield* sandbox.warm(template, 1).pipe(Scope.extend(pool))
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      for (const data of ["hello", "again"]) {
+        const outcome = yield* sandbox.run({ ...template, deadlineSeconds: 30, input: { data }, host: silentHost })
+        expect(outcome.result?.data).toBe(data)
+        expect(yield* sandbox.liveWorkers()).toBe(0)
+        // Each held worker served one run; its replacement is instantiated for the next.
+        yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      }
+      yield* Scope.close(pool, Exit.void)
+      expect(yield* sandbox.idleWorkers()).toBe(0)
+      yield* sandbox.warm(template, 2)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 2)
+    })
+    await Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(context)))
+    expect(Effect.runSync(Sandbox.pipe(Effect.flatMap((s) => s.idleWorkers()), Effect.provide(context)))).toBe(0)
+    // Shutdown terminates what a still-open warm scope holds.
+    const again = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      yield* sandbox.warm(yield* templateOf("echo-tool", { kind: "tool", name: "echo-tool" }), 1)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* sandbox.idleWorkers()).toBe(0)
+    })
+    await Effect.runPromise(Effect.scoped(again).pipe(Effect.provide(context)))
+  })
+
+  it("a run that matches no warm pool gets a worker of its own and leaves the held one waiting", async () => {
+    const program = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      const role = { kind: "tool", name: "echo-tool" } as const
+      yield* sandbox.warm(yield* templateOf("echo-tool", role, grantOf({ A: "1" })), 1)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      const other = yield* templateOf("echo-tool", role, grantOf({ A: "2" }))
+      const outcome = yield* sandbox.run({ ...other, deadlineSeconds: 30, input: { data: "mine" }, host: silentHost })
+      expect(outcome.result?.data).toBe("mine")
+      expect(yield* sandbox.idleWorkers()).toBe(1)
+    })
+    await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
+  })
+
+  it("interrupting a run on a held worker terminates that worker at once; the pool refills", async () => {
+    const program = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      const template = yield* templateOf("capsule-spin-loop", { kind: "capsule" })
+      yield* sandbox.warm(template, 1)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      const fiber = yield* Effect.fork(sandbox.run({ ...template, deadlineSeconds: 600, host: silentHost }))
+      yield* eventually(sandbox.liveWorkers(), (n) => n === 1)
+      // It took the held worker: the replacement only starts once the run is over.
+      expect(yield* sandbox.idleWorkers()).toBe(0)
+      yield* Effect.sleep("200 millis")
+      yield* Fiber.interrupt(fiber)
+      expect(yield* sandbox.liveWorkers()).toBe(0)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+    })
+    await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
+  })
+
+  it("a held worker whose instantiation fails reports it to the run that takes it", async () => {
+    const program = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      // echo-tool needs more core instances than this grant allows: instantiation fails.
+      const template = yield* templateOf("echo-tool", { kind: "tool", name: "echo-tool" }, { ...grantOf(), instances: 1 })
+      yield* sandbox.warm(template, 1)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      const outcome = yield* sandbox.run({ ...template, deadlineSeconds: 30, input: {}, host: silentHost }).pipe(Effect.flip)
+      expect(outcome.reason).toBe("InstanceLimit")
+      expect(yield* sandbox.liveWorkers()).toBe(0)
     })
     await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
   })

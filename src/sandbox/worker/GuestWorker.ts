@@ -3,19 +3,56 @@
  * tool) from the compiled modules it was handed, with imports built from its grant, runs it
  * once, reports `done` or `failed`, and is then terminated by the main thread — which is also
  * how cancel, deadlines and shutdown end it at any moment.
+ *
+ * A held worker (`hold: true`, a Sandbox warm pool) gets its job before its run exists: it
+ * imports the glue and instantiates ahead, then sleeps until the run's `go` (its input) arrives
+ * on the host channel. The instance is still fresh for that one run: nothing of the guest has
+ * executed but its instantiation, and the worker still serves exactly one run.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { parentPort } from "node:worker_threads"
-import type { FailureReason, GuestJob, LoadedGuest, ToolInputData, ToolResultData } from "../GuestJob.js"
+import { parentPort, receiveMessageOnPort } from "node:worker_threads"
+import type { FailureReason, GuestJob, GuestStart, LoadedGuest, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "../GuestJob.js"
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
 import { GROW_FAILED_EXPORT } from "../GrowFailedExport.js"
 import { capMessage, isMemoryLimit, type MemoryState } from "../MemoryVerdict.js"
 import { GuestExit, wasiImports } from "./WasiImports.js"
 
-// The imports above load while the worker waits in the pool; the job arrives when a run takes it.
-const job: GuestJob = await new Promise((resolve) => parentPort!.once("message", (message: { readonly job: GuestJob }) => resolve(message.job)))
-const channel: Channel = makeChannel(job.rpc)
+// The imports above load while the worker waits in the pool; the job arrives when a run takes it
+// (or, for a held worker, when its pool starts it).
+const start: GuestStart = await new Promise((resolve) => parentPort!.once("message", (message: GuestStart) => resolve(message)))
+const job: GuestJob = start.job
+const direct = makeChannel(job.rpc)
+
+/** Whether the run has started; a held worker's messages wait for it (nobody listens before). */
+let started = start.hold !== true
+const early: Array<WorkerMessage> = []
+/** The run's input (a held worker learns it from `go`). */
+let input: ToolInputData = job.role.kind === "tool" ? job.role.input : {}
+
+/** Sleeps until the run's `go` arrives, then lets the messages held so far out. */
+const awaitGo = () => {
+  if (started) return
+  const flag = new Int32Array(job.rpc.flag)
+  let go: RunGo | undefined
+  while (go === undefined) {
+    Atomics.wait(flag, 0, 0)
+    go = receiveMessageOnPort(job.rpc.port)?.message as RunGo | undefined
+    if (go === undefined) Atomics.store(flag, 0, 0)
+  }
+  input = go.input
+  started = true
+  for (const message of early.splice(0)) direct.post(message)
+}
+
+const channel: Channel = {
+  post: (message) => (started ? direct.post(message) : early.push(message)),
+  // A host call made while instantiating ahead waits for the run, which is who answers it.
+  call: (request) => {
+    awaitGo()
+    return direct.call(request)
+  }
+}
 
 class Failure extends Error {
   constructor(readonly reason: FailureReason, message: string) {
@@ -141,7 +178,8 @@ const runTool = (name: string, input: ToolInputData): ToolResultData => {
   }
 }
 
-const main = async () => {
+/** Loads the glue, builds the imports and instantiates: everything before the guest runs. */
+const prepare = async () => {
   await load(job.guest)
   for (const tool of Object.values(job.tools)) await load(tool.guest)
   const kind = job.role.kind
@@ -149,15 +187,19 @@ const main = async () => {
     ...wasiImports(job.grant, sinks),
     ...(kind === "capsule" ? capsuleMurmurImports(job, channel, { run: runTool }) : toolMurmurImports(job, channel))
   }
-  let exported: any
   try {
-    exported = instantiate(job.guest, imports, kind)
+    return instantiate(job.guest, imports, kind)
   } catch (error) {
     if (error instanceof Failure) throw error
     throw new Failure("Instantiate", error instanceof Error ? error.message : String(error))
   }
+}
+
+const main = async () => {
+  // A held worker reports a failed preparation only once its run has started.
+  const exported = await prepare().finally(awaitGo)
   try {
-    const result = job.role.kind === "tool" ? exported.run({ data: job.role.input.data, logPath: job.role.input.logPath }) : exported.run()
+    const result = job.role.kind === "tool" ? exported.run({ data: input.data, logPath: input.logPath }) : exported.run()
     channel.post({ type: "done", result: job.role.kind === "tool" ? normalizeResult(result) : undefined })
   } catch (error) {
     if (error instanceof GuestExit && error.ok) return channel.post({ type: "done" })
@@ -166,6 +208,7 @@ const main = async () => {
 }
 
 main().catch((error) => {
+  awaitGo()
   const failure = classify(error)
   channel.post({ type: "failed", reason: failure.reason, message: failure.message, memory: memoryState(watches) })
 })
