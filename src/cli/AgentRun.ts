@@ -135,7 +135,11 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
           if (Option.isSome(current) && current.value.id !== last.task.id) last = yield* settle(registry, current.value.id)
           yield* Effect.sleep("100 millis")
         }
-      }).pipe(Effect.onInterrupt(() => report(last)))
+      }).pipe(Effect.onInterrupt(() =>
+        // The signal may beat the poll to a task that has just settled: ask the registry itself.
+        Effect.flatMap(registry.current(), (current) =>
+          report(Option.isSome(current) && isTerminal(current.value.state) ? { _tag: "Settled", task: current.value } : last))
+      ))
     })
 
     const outcome: Outcome = yield* session.pipe(
