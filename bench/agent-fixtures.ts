@@ -5,6 +5,10 @@
  * echo-tool and turn 2 = end_turn with text, and `echo-tool` installed. Writes the dir and the CLI
  * cache dir to `.cache/bench/agent-fixtures.json`, so step 2 (`bench/agent.mjs`) runs on plain
  * Node against dist/. The dir is a fresh temp dir; bench/agent.mjs removes it when done.
+ *
+ * `BENCH_AGENT_DRIVER=shipped` swaps in the shipped scripted driver (drivers/scripted, built by
+ * `npm run build`): same replies, but no side-channel files, so the driver's own work is closer
+ * to "a provider answering instantly".
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -25,6 +29,9 @@ const dir = await makeAgentCapsuleDir({
   },
   tools: { "echo-tool": "echo-tool" }
 })
+if (process.env.BENCH_AGENT_DRIVER === "shipped") {
+  fs.copyFileSync(path.join(root, "drivers/scripted/scripted.wasm"), path.join(dir, ".murmur/artifacts/scripted-driver/0.1.0/scripted-driver.wasm"))
+}
 fs.mkdirSync(path.dirname(outFile), { recursive: true })
 fs.writeFileSync(outFile, JSON.stringify({ dir, cliCacheDir }, null, 2))
 console.error(`[bench fixtures] agent capsule dir ${dir} ready in ${Date.now() - started} ms → ${path.relative(root, outFile)}`)
