@@ -2,14 +2,12 @@
  * `run <agent dir>` through the CLI binary (`npm run build` first): one task (`--task`, `task.md`
  * or the first A2A task within the idle window) with the door listening, then the session ends.
  */
-import { spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { type AgentDirOptions, cliCacheDir, exitEvent, makeAgentCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
+import { type AgentDirOptions, exitEvent, listeningCli, makeAgentCapsuleDir, runCli, until } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc } from "../lib/Door.js"
 
-const main = new URL("../../dist/main.js", import.meta.url).pathname
 const cleanups: Array<() => Promise<void> | void> = []
 
 afterEach(async () => {
@@ -96,33 +94,12 @@ describe("run <agent dir> (CLI)", () => {
 
   it("without --task, runs the first task sent over A2A, then exits", async () => {
     const dir = await agentDir({ driverConfig: done("Over the door.") })
-    const child = spawn(process.execPath, [main, "run", dir, "--json"], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stderr.on("data", (chunk) => (stderr += chunk))
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-    cleanups.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL")
-        await exited
-      }
-    })
-    const listening = await new Promise<{ url: string; workdir: string }>((resolve, reject) => {
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk
-        const end = stdout.indexOf("\n")
-        if (end >= 0) resolve(JSON.parse(stdout.slice(0, end)))
-      })
-      void exited.then((code) => reject(new Error(`run exited (${code}) before listening: ${stderr}`)))
-    })
+    const { exited, listening, stdout } = await listeningCli(["run", dir, "--json"], {}, cleanups)
     const reply = await rpc(listening.url, "message/send", { message: referenceMessage("over A2A"), configuration: { blocking: true } })
     expect(reply.body.error).toBeUndefined()
     expect(reply.body.result.status.state).toBe("completed")
-    expect(await exited).toBe(0)
-    const exit = lines(stdout).at(-1)
+    expect((await exited).code).toBe(0)
+    const exit = lines(stdout()).at(-1)
     expect(exit).toEqual({ event: "exit", status: "ok", workdir: listening.workdir, task_id: reply.body.result.id })
     expect(readFileSync(join(listening.workdir, "out", "result.txt"), "utf8")).toBe("Over the door.")
   })
@@ -132,37 +109,17 @@ describe("run <agent dir> (CLI)", () => {
       driverConfig: { replies: [{ stop_reason: "end_turn", content: [{ type: "text", text: "answered" }] }] },
       extra: "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n"
     })
-    const child = spawn(process.execPath, [main, "run", dir, "--task", "local one", "--json"], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stderr.on("data", (chunk) => (stderr += chunk))
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-    cleanups.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGKILL")
-        await exited
-      }
-    })
-    const firstSettled = new Promise<void>((resolve, reject) => {
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk
-        if (stdout.includes(`"event":"task"`)) resolve()
-      })
-      void exited.then((code) => reject(new Error(`run exited (${code}) early: ${stderr}`)))
-    })
-    await firstSettled
-    const [listening, first] = lines(stdout)
+    const { child, exited, listening, stdout } = await listeningCli(["run", dir, "--task", "local one", "--json"], {}, cleanups)
+    await until(() => stdout().includes(`"event":"task"`), "the first task's line")
+    const [, first] = lines(stdout())
     expect(first).toEqual({ event: "task", status: "ok", task_id: expect.stringMatching(/^tsk_/) })
     expect(existsSync(join(listening.workdir, "task.md"))).toBe(false)
     const reply = await rpc(listening.url, "message/send", { message: referenceMessage("over A2A"), configuration: { blocking: true } })
     expect(reply.body.result.status.state).toBe("completed")
     expect(child.exitCode).toBeNull()
     child.kill("SIGINT")
-    expect(await exited).toBe(0)
-    expect(lines(stdout).at(-1)).toEqual({ event: "exit", status: "ok", workdir: listening.workdir, task_id: reply.body.result.id })
+    expect((await exited).code).toBe(0)
+    expect(lines(stdout()).at(-1)).toEqual({ event: "exit", status: "ok", workdir: listening.workdir, task_id: reply.body.result.id })
     const starts = readFileSync(join(listening.workdir, "trace.jsonl"), "utf8").split("\n").filter((line) => line.length > 0)
       .map((line) => JSON.parse(line)).filter((line) => line.event_type === "task_start")
     expect(starts.map((line) => line.source)).toEqual(["task_md", "a2a"])

@@ -6,7 +6,6 @@
  * content keeps. One A2A task through `run <dir> --json` (the door path), three `run --task`
  * launches (the task.md path) for the capture modes.
  */
-import { spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync, statSync } from "node:fs"
 import { basename, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -27,10 +26,9 @@ import {
   type TraceLine,
   traceLines
 } from "../lib/AgentE2E.js"
-import { type AgentDirOptions, cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
+import { type AgentDirOptions, listeningCli, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc } from "../lib/Door.js"
 
-const main = new URL("../../dist/main.js", import.meta.url).pathname
 const cleanups: Array<() => Promise<void> | void> = []
 
 afterAll(async () => {
@@ -53,31 +51,10 @@ const runOverA2A = async (options: AgentDirOptions, message: ReturnType<typeof r
   const dir = await makeAgentCapsuleDir(options)
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   const started = Date.now()
-  const child = spawn(process.execPath, [main, "run", dir, "--json"], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let stdout = ""
-  let stderr = ""
-  child.stderr.on("data", (chunk) => (stderr += chunk))
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-  cleanups.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL")
-      await exited
-    }
-  })
-  const listening = await new Promise<{ url: string; workdir: string; session_id: string }>((resolve, reject) => {
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-      const end = stdout.indexOf("\n")
-      if (end >= 0) resolve(JSON.parse(stdout.slice(0, end)))
-    })
-    void exited.then((code) => reject(new Error(`run exited (${code}) before listening: ${stderr}`)))
-  })
+  const { exited, listening, stderr } = await listeningCli(["run", dir, "--json"], {}, cleanups)
   const reply = await rpc(listening.url, "message/send", { message, configuration: { blocking: true } })
-  const code = await exited
-  return { listening, reply: reply.body.result, code, stderr, started, trace: traceLines(listening.workdir) }
+  const { code } = await exited
+  return { listening, reply: reply.body.result, code, stderr: stderr(), started, trace: traceLines(listening.workdir) }
 }
 
 describe("trace.jsonl of an A2A task (run <dir> --json, trace.capture meta by default)", () => {

@@ -116,6 +116,15 @@ export const makeAgentCapsuleDir = async (options: AgentDirOptions): Promise<str
   return dir
 }
 
+/** Polls until `ok` holds (a child's output arriving, say); fails after `ms`. */
+export const until = async (ok: () => boolean, what: string, ms = 30_000) => {
+  const deadline = Date.now() + ms
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
 export interface ServeProcess {
   readonly child: ChildProcessWithoutNullStreams
   readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string }
@@ -132,9 +141,16 @@ export const serveCli = (
   dir: string,
   env: Record<string, string>,
   cleanups: Array<() => Promise<void> | void>
+): Promise<ServeProcess> => listeningCli(["serve", dir, "--json"], env, cleanups)
+
+/** Any `--json` command that serves (`serve`, `run <agent dir>`), resolved at its listening line. */
+export const listeningCli = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  cleanups: Array<() => Promise<void> | void>
 ): Promise<ServeProcess> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, "serve", dir, "--json"], {
+    const child = spawn(process.execPath, [main, ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -149,7 +165,7 @@ export const serveCli = (
         await exited
       }
     })
-    const timer = setTimeout(() => reject(new Error(`serve did not listen within 30 s; stderr: ${stderr}`)), 30_000)
+    const timer = setTimeout(() => reject(new Error(`${args[0]} did not listen within 30 s; stderr: ${stderr}`)), 30_000)
     child.stderr.on("data", (chunk) => (stderr += chunk))
     child.stdout.on("data", (chunk) => {
       stdout += chunk
@@ -164,6 +180,6 @@ export const serveCli = (
     })
     void exited.then(({ code }) => {
       clearTimeout(timer)
-      reject(new Error(`serve exited (${code}) before listening; stderr: ${stderr}`))
+      reject(new Error(`${args[0]} exited (${code}) before listening; stderr: ${stderr}`))
     })
   })
