@@ -71,7 +71,7 @@ export const AgentCapsule = {
           containment_declared: "advisory",
           containment_achieved: "advisory",
           userns_grant: null,
-          workdir_exec: false,
+          workdir_exec: caps.filesystem?.workdirExec ?? false,
           // One launch is one fresh session: nothing resumed, no pinned context.
           resumed_from: null,
           context_id: null,

@@ -5,7 +5,7 @@
  * covers (§3.5), then `MURMUR.md`. The model's tool list is built from the same staged entries
  * (parsed from the very text written), so it cannot disagree with `tools/`.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { Effect, Either } from "effect"
 import { stringify } from "yaml"
@@ -70,6 +70,8 @@ const shellManifest = (binary: string) =>
 /** A name that is one path segment, so `tools/<name>/` stays inside `tools/`. */
 const isSegment = (name: string) => name.length > 0 && name !== "." && name !== ".." && !/[/\\\0]/.test(name)
 
+const isFile = (path: string) => existsSync(path) && statSync(path).isFile()
+
 const readText = (path: string, missing?: string) =>
   Effect.try({
     try: () => (missing !== undefined && !existsSync(path) ? missing : readFileSync(path, "utf8")),
@@ -85,7 +87,9 @@ const entriesOf = (project: CapsuleProject) =>
       const staged = own === undefined
         ? yield* synthetic(entry.name, { name: entry.name, version: entry.version, runtime: entry.runtime })
         : { name: entry.name, manifest: own, text: yield* readText(join(location, MANIFEST_FILENAME)) }
-      entries.push(entry.runtime === "skill" ? { ...staged, skillText: yield* readText(join(location, "skill.md"), "") } : staged)
+      // A skill's `source:` may name its markdown file itself rather than a directory holding skill.md.
+      const skillFile = isFile(location) ? location : join(location, "skill.md")
+      entries.push(entry.runtime === "skill" ? { ...staged, skillText: yield* readText(skillFile, "") } : staged)
     }
     const covered = new Set(entries.map((entry) => entry.name))
     for (const binary of project.manifest.capabilities.shell?.allow ?? []) {

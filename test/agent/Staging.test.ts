@@ -256,6 +256,21 @@ describe("staging the session workdir", () => {
   })
 })
 
+describe("a skill whose source is its markdown file", () => {
+  it("is read from that file, staged as tools/<name>/skill.md and callable", async () => {
+    const dir = await makeAgentCapsuleDir({ driverConfig: { replies: [{ stop_reason: "end_turn", content: [{ type: "text", text: "done" }] }] } })
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    writeFileSync(join(dir, "notes.md"), "Take notes in bullet points.\n")
+    const manifest = readFileSync(join(dir, "murmur.yaml"), "utf8")
+      .replace("artifacts:\n", "artifacts:\n  - name: notes\n    runtime: skill\n    source: ./notes.md\n")
+    writeFileSync(join(dir, "murmur.yaml"), manifest)
+    const prepared = await prepare(dir)
+    expect(prepared.skills["notes"]).toBe("Take notes in bullet points.\n")
+    expect(readFileSync(join(prepared.sessionWorkdir, "tools", "notes", "skill.md"), "utf8")).toBe("Take notes in bullet points.\n")
+    expect(prepared.toolList.find((tool) => tool.name === "notes")?.description).toBe("Take notes in bullet points.")
+  })
+})
+
 describe("sanitizeDescription", () => {
   it("keeps publisher text on one line, without backticks or control characters, capped at 200 characters", () => {
     expect(sanitizeDescription("a\n# b\t`c`\u0007  d")).toBe("a # b c d")
