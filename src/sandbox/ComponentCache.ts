@@ -7,11 +7,12 @@
  */
 import { createHash } from "node:crypto"
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { transpile } from "@bytecodealliance/jco"
 import { Context, Effect, Either, Layer } from "effect"
 import { type ComponentWorld, readWorld, unsupported } from "./ComponentWorld.js"
+import { glueScript } from "./GlueScript.js"
 import type { LoadedGuest } from "./GuestJob.js"
 import { instrumentGrow } from "./GrowProbe.js"
 import { capCoreModule } from "./MemoryCap.js"
@@ -33,7 +34,10 @@ export interface ComponentCacheConfig {
 }
 
 /** Bumped whenever the transpile options or the on-disk layout change. */
-const layoutVersion = "jco-1.35.0-sync-1"
+const layoutVersion = "jco-1.35.0-sync-2"
+
+/** The glue rewritten as a classic script (GlueScript.ts). */
+const SCRIPT = "component.script.js"
 
 const message = (error: unknown) => error instanceof Error ? error.message : String(error)
 
@@ -67,7 +71,7 @@ const makeCache = (config: ComponentCacheConfig) => {
   const transpiled = async (digest: string, bytes: Uint8Array): Promise<string> => {
     const directory = join(config.directory, `${digest}-${layoutVersion}`)
     try {
-      await readFile(join(directory, "component.js"))
+      await readFile(join(directory, SCRIPT))
       return directory
     } catch {
       // not cached yet
@@ -81,6 +85,9 @@ const makeCache = (config: ComponentCacheConfig) => {
       if (name.includes("/")) continue
       await writeFile(join(staging, name), content)
     }
+    // Written last: a directory with it is complete. Workers load this, not the ESM glue.
+    const glue = new TextDecoder().decode(output.files["component.js"])
+    await writeFile(join(staging, SCRIPT), glueScript(glue, join(directory, SCRIPT)))
     try {
       await rename(staging, directory)
     } catch {
@@ -104,7 +111,7 @@ const makeCache = (config: ComponentCacheConfig) => {
       const probed = Either.getOrElse(instrumentGrow(capped.right), () => capped.right)
       modules[name] = await WebAssembly.compile(probed as Uint8Array<ArrayBuffer>)
     }
-    return { jsUrl: pathToFileURL(join(directory, "component.js")).href, modules }
+    return { jsUrl: pathToFileURL(join(directory, "component.js")).href, scriptPath: resolve(directory, SCRIPT), modules }
   }
 
   const inspect = (bytes: Uint8Array) => checkedWorld(digestOf(bytes), bytes)

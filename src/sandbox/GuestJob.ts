@@ -10,6 +10,8 @@ import type { NetworkRule } from "./NetworkMatch.js"
 /** A transpiled component: its JS glue on disk (imported by file URL) and its compiled core modules. */
 export interface LoadedGuest {
   readonly jsUrl: string
+  /** The glue rewritten as a classic script (what workers load, with a V8 code cache). */
+  readonly scriptPath: string
   readonly modules: Readonly<Record<string, WebAssembly.Module>>
 }
 
@@ -84,6 +86,11 @@ export interface GuestJob {
   readonly sessionId: string
   readonly artifacts: ReadonlyArray<ArtifactData>
   readonly rpc: { readonly port: MessagePort; readonly flag: SharedArrayBuffer }
+  /**
+   * V8 code caches for glue scripts, by `scriptPath`: made by an earlier worker after its run,
+   * so they hold the functions that run compiled lazily. Bytecode only, no guest state.
+   */
+  readonly codeCache?: Readonly<Record<string, Uint8Array>> | undefined
 }
 
 /**
@@ -108,7 +115,13 @@ export type HostReply = { readonly ok: unknown } | { readonly err: string } | { 
 
 export type FailureReason = "Trap" | "Instantiate" | "InstanceLimit" | "MissingExport"
 
+/** How a worker loaded a glue script: with the cache it was handed, without one, or with one V8 refused. */
+export type CodeCacheUse = "accepted" | "none" | "rejected"
+
 export type WorkerMessage =
+  | { readonly type: "glue"; readonly scriptPath: string; readonly cache: CodeCacheUse }
+  /** A code cache made after a successful run, for later workers of the same glue. */
+  | { readonly type: "codeCache"; readonly scriptPath: string; readonly data: Uint8Array }
   | { readonly type: "stdout" | "stderr"; readonly bytes: Uint8Array }
   | { readonly type: "chunk"; readonly kind: "text" | "thinking"; readonly text: string }
   | { readonly type: "call"; readonly call: HostCall }

@@ -13,7 +13,7 @@
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads"
 import { Context, Duration, Effect, Exit, Layer, Option, Queue, type Scope } from "effect"
 import type { CompiledComponent } from "./ComponentCache.js"
-import type { ArtifactData, GuestGrant, GuestJob, GuestStart, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
+import type { ArtifactData, CodeCacheUse, GuestGrant, GuestJob, GuestStart, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
 import { capMessage, isMemoryLimit } from "./MemoryVerdict.js"
 import { deadlineMessage, type GuestRole, limitMessage, SandboxError, trapMessage } from "./SandboxError.js"
 
@@ -136,13 +136,22 @@ export class Sandbox extends Context.Tag("capsule-runtime/sandbox/Sandbox")<Sand
    * terminates them). Runs that match nothing still get a generic or fresh worker.
    */
   readonly warm: (template: GuestTemplate, size: number) => Effect.Effect<void, never, Scope.Scope>
+  /** How workers loaded glue scripts so far: with a code cache, without, or with a refused one. */
+  readonly codeCacheStats: () => Effect.Effect<Readonly<Record<CodeCacheUse, number>>>
+  /** Replaces the code cache kept for a glue script (tests hand workers a bad one). */
+  readonly putCodeCache: (scriptPath: string, data: Uint8Array) => Effect.Effect<void>
 }>() {
   static readonly layer = (config: Partial<SandboxConfig> = {}) =>
     Layer.scoped(Sandbox, makeSandbox({ workerHeapMb: 256, prestart: 0, warmLimit: 8, warmRefillDelayMs: 50, ...config }))
 }
 
 /** What a worker is handed; a held worker's tool input is a placeholder until its `go`. */
-const jobData = (job: GuestTemplate, input: ToolInputData, rpc: GuestJob["rpc"]): GuestJob => ({
+const jobData = (
+  job: GuestTemplate,
+  input: ToolInputData,
+  rpc: GuestJob["rpc"],
+  codeCaches: ReadonlyMap<string, Uint8Array>
+): GuestJob => ({
   role: job.role.kind === "capsule" ? { kind: "capsule" } : { kind: "tool", name: job.role.name, input },
   guest: job.component.guest,
   grant: job.grant,
@@ -155,8 +164,19 @@ const jobData = (job: GuestTemplate, input: ToolInputData, rpc: GuestJob["rpc"])
   inTask: job.inTask,
   sessionId: job.sessionId,
   artifacts: job.artifacts,
-  rpc
+  rpc,
+  codeCache: codeCacheFor(job, codeCaches)
 })
+
+/** The kept code caches of the glue scripts a job loads (its guest and its tools'). */
+const codeCacheFor = (job: GuestTemplate, codeCaches: ReadonlyMap<string, Uint8Array>) => {
+  const found: Record<string, Uint8Array> = {}
+  for (const guest of [job.component.guest, ...Object.values(job.tools).map((tool) => tool.component.guest)]) {
+    const data = codeCaches.get(guest.scriptPath)
+    if (data !== undefined) found[guest.scriptPath] = data
+  }
+  return found
+}
 
 const guestIds = new WeakMap<object, number>()
 let nextGuestId = 0
@@ -185,6 +205,12 @@ const makeSandbox = (config: SandboxConfig) =>
   Effect.gen(function*() {
     let live = 0
     let closed = false
+    /**
+     * Per glue script, the V8 code cache the first successful run made (bytecode, no state);
+     * handed to every later worker of that glue. In memory only: bounded by the components loaded.
+     */
+    const codeCaches = new Map<string, Uint8Array>()
+    const cacheUses: Record<CodeCacheUse, number> = { accepted: 0, none: 0, rejected: 0 }
     const idle: Array<Worker> = []
 
     const startWorker = () =>
@@ -218,7 +244,7 @@ const makeSandbox = (config: SandboxConfig) =>
         const worker = startWorker()
         const channel = new MessageChannel()
         const flag = new SharedArrayBuffer(4)
-        const start: GuestStart = { job: jobData(pool.template, {}, { port: channel.port2, flag }), hold: true }
+        const start: GuestStart = { job: jobData(pool.template, {}, { port: channel.port2, flag }, codeCaches), hold: true }
         worker.postMessage(start, [channel.port2])
         const entry: Held = { worker, reply: channel.port1, flag: new Int32Array(flag) }
         held++
@@ -277,7 +303,7 @@ const makeSandbox = (config: SandboxConfig) =>
       const channel = new MessageChannel()
       const flag = new SharedArrayBuffer(4)
       const worker = idle.shift() ?? startWorker()
-      const start: GuestStart = { job: jobData(job, job.input ?? {}, { port: channel.port2, flag }) }
+      const start: GuestStart = { job: jobData(job, job.input ?? {}, { port: channel.port2, flag }, codeCaches) }
       worker.postMessage(start, [channel.port2])
       return { worker, reply: channel.port1, flag: new Int32Array(flag) }
     }
@@ -380,6 +406,12 @@ const makeSandbox = (config: SandboxConfig) =>
             case "toolEnd":
               tool = undefined
               break
+            case "glue":
+              cacheUses[message.cache]++
+              break
+            case "codeCache":
+              codeCaches.set(message.scriptPath, message.data)
+              break
             case "done":
               return { result: message.result, stderr: stderr.get() } satisfies GuestOutcome
             case "failed":
@@ -407,7 +439,9 @@ const makeSandbox = (config: SandboxConfig) =>
       run,
       liveWorkers: () => Effect.sync(() => live),
       idleWorkers: () => Effect.sync(() => idle.length + held),
-      warm
+      warm,
+      codeCacheStats: () => Effect.sync(() => ({ ...cacheUses })),
+      putCodeCache: (scriptPath, data) => Effect.sync(() => void codeCaches.set(scriptPath, data))
     })
   })
 

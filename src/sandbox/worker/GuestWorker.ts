@@ -10,8 +10,10 @@
  * executed but its instantiation, and the worker still serves exactly one run.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { readFileSync } from "node:fs"
+import { Script } from "node:vm"
 import { parentPort, receiveMessageOnPort } from "node:worker_threads"
-import type { FailureReason, GuestJob, GuestStart, LoadedGuest, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "../GuestJob.js"
+import type { CodeCacheUse, FailureReason, GuestJob, GuestStart, LoadedGuest, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "../GuestJob.js"
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
 import { GROW_FAILED_EXPORT } from "../GrowFailedExport.js"
@@ -110,15 +112,45 @@ const sinks = {
   stderr: (bytes: Uint8Array) => channel.post({ type: "stderr", bytes })
 }
 
-const loaded = new Map<string, any>()
+interface Glue {
+  readonly exports: any
+  readonly script: Script
+  readonly cache: CodeCacheUse
+}
 
-const load = async (guest: LoadedGuest) => {
-  const module = await import(guest.jsUrl)
-  loaded.set(guest.jsUrl, module)
+const loaded = new Map<string, Glue>()
+
+/**
+ * Loads the glue as a script (not `import()`): with the code cache an earlier worker made, the
+ * functions that worker compiled lazily arrive compiled, instead of each new isolate compiling
+ * them again on the first call. The cache is bytecode only; every instance is still this run's.
+ */
+const load = (guest: LoadedGuest) => {
+  if (loaded.has(guest.scriptPath)) return
+  const cachedData = job.codeCache?.[guest.scriptPath]
+  const script = new Script(readFileSync(guest.scriptPath, "utf8"), {
+    filename: guest.scriptPath,
+    ...(cachedData === undefined ? {} : { cachedData })
+  })
+  // A refused cache (other V8 flags, a changed file) costs only the compile it would have saved.
+  const cache: CodeCacheUse = cachedData === undefined ? "none" : script.cachedDataRejected === true ? "rejected" : "accepted"
+  loaded.set(guest.scriptPath, { exports: script.runInThisContext()(), script, cache })
+  channel.post({ type: "glue", scriptPath: guest.scriptPath, cache })
+}
+
+/**
+ * After a successful run, a cache for each glue that came without a usable one: now it holds
+ * the functions this run compiled. Made before `done`, which is when the worker is terminated;
+ * once per glue and process, as later workers get the cache and make none.
+ */
+const offerCodeCaches = () => {
+  for (const [scriptPath, glue] of loaded) {
+    if (glue.cache !== "accepted") channel.post({ type: "codeCache", scriptPath, data: glue.script.createCachedData() })
+  }
 }
 
 const instantiate = (guest: LoadedGuest, imports: Record<string, any>, kind: "capsule" | "tool") => {
-  const root = loaded.get(guest.jsUrl).instantiate((name: string) => guest.modules[name], imports, instantiateCore)
+  const root = loaded.get(guest.scriptPath)!.exports.instantiate((name: string) => guest.modules[name], imports, instantiateCore)
   const exported = kind === "capsule" ? root["murmur:capsule/run@0.1.0"] ?? root.run : root["murmur:tool/run@0.1.0"] ?? root.run
   if (exported === undefined || typeof exported.run !== "function") {
     throw new Failure(
@@ -180,8 +212,8 @@ const runTool = (name: string, input: ToolInputData): ToolResultData => {
 
 /** Loads the glue, builds the imports and instantiates: everything before the guest runs. */
 const prepare = async () => {
-  await load(job.guest)
-  for (const tool of Object.values(job.tools)) await load(tool.guest)
+  load(job.guest)
+  for (const tool of Object.values(job.tools)) load(tool.guest)
   const kind = job.role.kind
   const imports = {
     ...wasiImports(job.grant, sinks),
@@ -200,9 +232,13 @@ const main = async () => {
   const exported = await prepare().finally(awaitGo)
   try {
     const result = job.role.kind === "tool" ? exported.run({ data: input.data, logPath: input.logPath }) : exported.run()
+    offerCodeCaches()
     channel.post({ type: "done", result: job.role.kind === "tool" ? normalizeResult(result) : undefined })
   } catch (error) {
-    if (error instanceof GuestExit && error.ok) return channel.post({ type: "done" })
+    if (error instanceof GuestExit && error.ok) {
+      offerCodeCaches()
+      return channel.post({ type: "done" })
+    }
     throw classify(error)
   }
 }
