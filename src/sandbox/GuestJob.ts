@@ -91,6 +91,8 @@ export interface GuestJob {
    * so they hold the functions that run compiled lazily. Bytecode only, no guest state.
    */
   readonly codeCache?: Readonly<Record<string, Uint8Array>> | undefined
+  /** Glue scripts whose cache should be made again after this run, though one was accepted. */
+  readonly refreshCodeCache?: ReadonlyArray<string> | undefined
 }
 
 /**

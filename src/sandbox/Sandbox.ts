@@ -137,7 +137,7 @@ export class Sandbox extends Context.Tag("capsule-runtime/sandbox/Sandbox")<Sand
    */
   readonly warm: (template: GuestTemplate, size: number) => Effect.Effect<void, never, Scope.Scope>
   /** How workers loaded glue scripts so far: with a code cache, without, or with a refused one. */
-  readonly codeCacheStats: () => Effect.Effect<Readonly<Record<CodeCacheUse, number>>>
+  readonly codeCacheStats: () => Effect.Effect<Readonly<Record<CodeCacheUse | "made", number>>>
   /** Replaces the code cache kept for a glue script (tests hand workers a bad one). */
   readonly putCodeCache: (scriptPath: string, data: Uint8Array) => Effect.Effect<void>
 }>() {
@@ -150,7 +150,7 @@ const jobData = (
   job: GuestTemplate,
   input: ToolInputData,
   rpc: GuestJob["rpc"],
-  codeCaches: ReadonlyMap<string, Uint8Array>
+  codeCaches: CodeCaches
 ): GuestJob => ({
   role: job.role.kind === "capsule" ? { kind: "capsule" } : { kind: "tool", name: job.role.name, input },
   guest: job.component.guest,
@@ -165,13 +165,28 @@ const jobData = (
   sessionId: job.sessionId,
   artifacts: job.artifacts,
   rpc,
-  codeCache: codeCacheFor(job, codeCaches)
+  codeCache: codeCacheFor(job, codeCaches.data),
+  refreshCodeCache: guestsOf(job).map((guest) => guest.scriptPath)
+    .filter((path) => codeCaches.data.has(path) && (codeCaches.generations.get(path) ?? 0) < CODE_CACHE_GENERATIONS)
 })
+
+/**
+ * How many times a component's code cache is made: after its first run, then refreshed after
+ * the next ones, so functions that only later runs compile (a driver's second turn) join it.
+ */
+const CODE_CACHE_GENERATIONS = 3
+
+export interface CodeCaches {
+  readonly data: Map<string, Uint8Array>
+  readonly generations: Map<string, number>
+}
+
+const guestsOf = (job: GuestTemplate) => [job.component.guest, ...Object.values(job.tools).map((tool) => tool.component.guest)]
 
 /** The kept code caches of the glue scripts a job loads (its guest and its tools'). */
 const codeCacheFor = (job: GuestTemplate, codeCaches: ReadonlyMap<string, Uint8Array>) => {
   const found: Record<string, Uint8Array> = {}
-  for (const guest of [job.component.guest, ...Object.values(job.tools).map((tool) => tool.component.guest)]) {
+  for (const guest of guestsOf(job)) {
     const data = codeCaches.get(guest.scriptPath)
     if (data !== undefined) found[guest.scriptPath] = data
   }
@@ -209,8 +224,8 @@ const makeSandbox = (config: SandboxConfig) =>
      * Per glue script, the V8 code cache the first successful run made (bytecode, no state);
      * handed to every later worker of that glue. In memory only: bounded by the components loaded.
      */
-    const codeCaches = new Map<string, Uint8Array>()
-    const cacheUses: Record<CodeCacheUse, number> = { accepted: 0, none: 0, rejected: 0 }
+    const codeCaches: CodeCaches = { data: new Map(), generations: new Map() }
+    const cacheUses: Record<CodeCacheUse | "made", number> = { accepted: 0, none: 0, rejected: 0, made: 0 }
     const idle: Array<Worker> = []
 
     const startWorker = () =>
@@ -410,7 +425,9 @@ const makeSandbox = (config: SandboxConfig) =>
               cacheUses[message.cache]++
               break
             case "codeCache":
-              codeCaches.set(message.scriptPath, message.data)
+              cacheUses.made++
+              codeCaches.data.set(message.scriptPath, message.data)
+              codeCaches.generations.set(message.scriptPath, (codeCaches.generations.get(message.scriptPath) ?? 0) + 1)
               break
             case "done":
               return { result: message.result, stderr: stderr.get() } satisfies GuestOutcome
@@ -441,7 +458,7 @@ const makeSandbox = (config: SandboxConfig) =>
       idleWorkers: () => Effect.sync(() => idle.length + held),
       warm,
       codeCacheStats: () => Effect.sync(() => ({ ...cacheUses })),
-      putCodeCache: (scriptPath, data) => Effect.sync(() => void codeCaches.set(scriptPath, data))
+      putCodeCache: (scriptPath, data) => Effect.sync(() => void codeCaches.data.set(scriptPath, data))
     })
   })
 

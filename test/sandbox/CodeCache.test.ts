@@ -47,9 +47,17 @@ describe("glue code cache", () => {
     await provide(Effect.gen(function*() {
       const { run, sandbox } = yield* echo
       expect(yield* run("one")).toBe("one")
-      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 1, accepted: 0, rejected: 0 })
+      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 1, accepted: 0, rejected: 0, made: 1 })
       expect(yield* run("two")).toBe("two")
-      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 1, accepted: 1, rejected: 0 })
+      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 1, accepted: 1, rejected: 0, made: 2 })
+    }))
+  })
+
+  it("is refreshed after a component's first three runs, then only used", async () => {
+    await provide(Effect.gen(function*() {
+      const { run, sandbox } = yield* echo
+      for (const data of ["a", "b", "c", "d", "e"]) expect(yield* run(data)).toBe(data)
+      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 1, accepted: 4, rejected: 0, made: 3 })
     }))
   })
 
@@ -58,9 +66,9 @@ describe("glue code cache", () => {
       const { component, run, sandbox } = yield* echo
       yield* sandbox.putCodeCache(component.guest.scriptPath, new Uint8Array(4096).fill(7))
       expect(yield* run("refused")).toBe("refused")
-      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 0, accepted: 0, rejected: 1 })
+      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 0, accepted: 0, rejected: 1, made: 1 })
       expect(yield* run("again")).toBe("again")
-      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 0, accepted: 1, rejected: 1 })
+      expect(yield* sandbox.codeCacheStats()).toEqual({ none: 0, accepted: 1, rejected: 1, made: 2 })
     }))
   })
 

@@ -139,13 +139,16 @@ const load = (guest: LoadedGuest) => {
 }
 
 /**
- * After a successful run, a cache for each glue that came without a usable one: now it holds
- * the functions this run compiled. Made before `done`, which is when the worker is terminated;
- * once per glue and process, as later workers get the cache and make none.
+ * After a successful run, a cache for each glue that came without a usable one, or that the
+ * Sandbox asks to refresh: now it holds the functions this run compiled (a later run may take
+ * code paths the first did not, a driver's second turn say). Made before `done`, which is when
+ * the worker is terminated; only for a component's first few runs in a process.
  */
 const offerCodeCaches = () => {
   for (const [scriptPath, glue] of loaded) {
-    if (glue.cache !== "accepted") channel.post({ type: "codeCache", scriptPath, data: glue.script.createCachedData() })
+    if (glue.cache !== "accepted" || job.refreshCodeCache?.includes(scriptPath) === true) {
+      channel.post({ type: "codeCache", scriptPath, data: glue.script.createCachedData() })
+    }
   }
 }
 
