@@ -8,6 +8,7 @@
  * Sandbox's scope, and nothing after it runs.
  */
 import { mkdirSync, writeFileSync } from "node:fs"
+import { writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
@@ -118,7 +119,9 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         reopen_count: 0
       })))
 
-    writeFileSync(join(prepared.workdir, "task.md"), input.text)
+    // Written while the first driver call runs (the driver does not read it); tools, which may,
+    // and the task's end wait for it.
+    const taskFile = yield* Effect.fork(Effect.promise(() => writeFile(join(prepared.workdir, "task.md"), input.text)))
     // A task from the wire is announced before it starts (§4.1 step 2); one the host started is not.
     if (input.provenance.hostSource === undefined) {
       yield* traced(trace.record("a2a_task_received", undefined, {
@@ -158,7 +161,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host })
 
     const dispatch = (call: ToolCall, turn: number, parent: string) =>
-      dispatchTool({
+      Effect.zipRight(Fiber.join(taskFile), dispatchTool({
         prepared,
         taskId: input.taskId,
         counts,
@@ -167,7 +170,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         timedOut: () => timedOut,
         record: (type, parentId, fields) => traced(trace.record(type, parentId, fields)),
         follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion) })
-      }, call, turn, parent)
+      }, call, turn, parent))
 
     const loop = Effect.gen(function*() {
       const transcript = newTranscript()
@@ -272,6 +275,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         }).pipe(Effect.ignore)
       )
     )
+    yield* Fiber.join(taskFile)
     writeResult(prepared.workdir, outcome.text)
     yield* traced(endTask(outcome.exit))
     return outcome

@@ -3,7 +3,7 @@
  * grants of the capsule and of each allowlisted tool built, the workdir made; then `run()` in a
  * fresh worker, as many times as the caller wants (once for `run`, once per task for `serve`).
  */
-import { createWriteStream, mkdirSync } from "node:fs"
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { Trust } from "../services/Task.js"
@@ -80,12 +80,16 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
 
 /** Appends what guests write to stdout/stderr to `<workdir>/logs/guest.log` (never the host's fds). */
 export const guestLog = (workdir: string) => {
-  mkdirSync(join(workdir, "logs"), { recursive: true })
-  const stream = createWriteStream(join(workdir, "logs", "guest.log"), { flags: "a" })
+  // Opened on the first write: most runs write nothing, and an open/close pair is on their path.
+  let stream: WriteStream | undefined
+  const open = () => {
+    mkdirSync(join(workdir, "logs"), { recursive: true })
+    return createWriteStream(join(workdir, "logs", "guest.log"), { flags: "a" })
+  }
   return {
-    write: (text: string) => Effect.sync(() => void stream.write(text)),
+    write: (text: string) => Effect.sync(() => void (stream ??= open()).write(text)),
     // Flushes in the background: a cancel's answer must not wait for the disk.
-    close: Effect.sync(() => void stream.end())
+    close: Effect.sync(() => void stream?.end())
   }
 }
 
