@@ -2,7 +2,9 @@
  * `serve <dir>` for an agent capsule (a manifest with `inference:`): the agent loop behind the
  * door, one task at a time. The manifest's `lifecycle:` decides task acceptance (`queue` when the
  * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
- * the session's `trace.jsonl` is written in its workdir under `trace.capture`.
+ * the session's `trace.jsonl` is written in its workdir under `trace.capture`. `serve` is the
+ * long-lived form: it keeps serving after each task whatever `after_task` says (`run` is the
+ * one-task form that honours it).
  *
  * `MURMUR_CAPSULE_URL` (`localhost:<port>`) is added once the door is bound, so `--port 0`
  * gets it too.
@@ -15,7 +17,6 @@ import { boundUrl } from "../http/Door.js"
 import { SessionLive, type SessionOptions } from "../layers/Main.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
-import { receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
 import { Shell } from "../services/Shell.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../services/Trace.js"
@@ -47,12 +48,13 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       hostEnv: options.hostEnv
     })
     const { manifest } = project
+    const acceptance = options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue"
     const session: SessionOptions = {
       sessionId: prepared.sessionId,
       door: {
         host: options.host,
         port: options.port,
-        acceptance: options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue",
+        acceptance,
         maxBodyBytes: options.maxBodyBytes
       },
       registry: {
@@ -66,7 +68,9 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
     const capsule = AgentCapsule.layer(prepared, boundUrl).pipe(Layer.provide(Shell.layer()))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
     const completions = ShellCompletions.layer.pipe(Layer.provideMerge(trace))
-    const layer = deliverCompletions(receivesBackgroundTasks(prepared.lifecycle)).pipe(
+    // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
+    // can receive a detached command's completion as a task.
+    const layer = deliverCompletions(acceptance === "queue").pipe(
       Layer.provideMerge(SessionLive(capsule, session)),
       Layer.provide(completions)
     )
