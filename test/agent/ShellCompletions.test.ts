@@ -28,8 +28,8 @@ const detaching = (lifecycle: string) => ({
 })
 
 describe("detached shell completions", () => {
-  it("under queue + sleep, the completion becomes a completion-origin task that runs the loop", async () => {
-    const dir = await agentDir(detaching("  task_acceptance: queue\n  after_task: sleep\n"))
+  it("served under queue (after_task left at exit: serve outlives its tasks anyway), the completion becomes a completion-origin task that runs the loop", async () => {
+    const dir = await agentDir(detaching("  task_acceptance: queue\n"))
     const { listening } = await serveCli(dir, {}, cleanups)
     const first = await rpc(listening.url, "message/send", { message: referenceMessage("start the job"), configuration: { blocking: true } })
     expect(first.body.result.status.state).toBe("completed")
