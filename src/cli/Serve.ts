@@ -39,6 +39,7 @@ const announce = (json: boolean, extra: Record<string, string>) =>
     } else {
       yield* Console.log(`capsule ${identity.capsule.name}@${identity.capsule.version} serving at ${identity.url}`)
       yield* Console.log(`session ${identity.sessionId}; agent card at ${identity.url}.well-known/agent-card.json`)
+      yield* Console.log(`follow it with: node dist/main.js watch ${identity.url}`)
     }
     yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, session_id: identity.sessionId }))
     return yield* Effect.never
