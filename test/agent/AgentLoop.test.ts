@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { AgentCapsule } from "../../src/agent/AgentCapsule.js"
 import { prepareAgent } from "../../src/agent/AgentLaunch.js"
@@ -21,6 +21,7 @@ import { Trace } from "../../src/services/Trace.js"
 import { type AgentDirOptions, cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { inProcessSandbox } from "../lib/InProcess.js"
 
 const cacheDirectory = join(cliCacheDir, "components")
 const cleanups: Array<() => Promise<void> | void> = []
@@ -45,16 +46,7 @@ const serveAgent = async (
 ): Promise<Served> => {
   const dir = await makeAgentCapsuleDir(options)
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
-  const scope = Effect.runSync(Scope.make())
-  let closed = false
-  const close = async () => {
-    if (closed) return
-    closed = true
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-  cleanups.push(close)
-  const host = Layer.succeed(HostEnvironment, { env, cacheDirectory })
-  const sandboxContext = await Effect.runPromise(Layer.buildWithScope(SandboxLive(1).pipe(Layer.provide(host)), scope))
+  const { build, close, sandboxContext } = await inProcessSandbox(env, cleanups)
   const sessionId = mintId("ses")
   const prepared = await Effect.runPromise(
     loadAgentProject(dir, env).pipe(
@@ -67,7 +59,7 @@ const serveAgent = async (
     Layer.provide(Trace.layer({ directory: prepared.workdir, sessionId, capture: "meta" })),
     Layer.provide(Layer.succeedContext(sandboxContext))
   )
-  const context = await Effect.runPromise(Layer.buildWithScope(session, scope))
+  const context = await build(session)
   const sandbox = Context.get(sandboxContext, Sandbox)
   return {
     url: Context.get(context, SessionIdentity).url,

@@ -9,9 +9,8 @@
  */
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { HostEnvironment, SandboxLive } from "../../src/layers/Host.js"
 import { SessionLive } from "../../src/layers/Main.js"
 import { loadProject } from "../../src/sandbox/CapsuleProject.js"
 import { Sandbox } from "../../src/sandbox/Sandbox.js"
@@ -20,12 +19,11 @@ import { prepareScript } from "../../src/sandbox/ScriptLaunch.js"
 import { mintId } from "../../src/services/Ids.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
 import { TaskRunner } from "../../src/services/TaskRunner.js"
-import { cliCacheDir, type CapsuleDirOptions, makeCapsuleDir, serveCli } from "../lib/CapsuleDirs.js"
+import { type CapsuleDirOptions, makeCapsuleDir, serveCli } from "../lib/CapsuleDirs.js"
 import { a2aMessage, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { inProcessSandbox } from "../lib/InProcess.js"
 
-/** Where the in-process sessions cache compiled components (shared with the CLI runs). */
-const cacheDirectory = join(cliCacheDir, "components")
 
 const callsTool = (tool: "chunks-tool" | "request-input-tool" | "echo-tool"): CapsuleDirOptions => ({
   capsule: "capsule-calls-tool",
@@ -61,16 +59,7 @@ const serveScript = async (
   env: Record<string, string>,
   runner: { readonly inputTimeoutMs?: number } = {}
 ): Promise<Served> => {
-  const scope = Effect.runSync(Scope.make())
-  let closed = false
-  const close = async () => {
-    if (closed) return
-    closed = true
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-  cleanups.push(close)
-  const host = Layer.succeed(HostEnvironment, { env, cacheDirectory })
-  const sandboxContext = await Effect.runPromise(Layer.buildWithScope(SandboxLive(1).pipe(Layer.provide(host)), scope))
+  const { build, close, sandboxContext } = await inProcessSandbox(env, cleanups)
   const prepared = await Effect.runPromise(
     loadProject(dir, env).pipe(
       Effect.flatMap((project) => prepareScript(project, { sessionId: mintId("ses"), hostEnv: env })),
@@ -82,7 +71,7 @@ const serveScript = async (
     registry: { maxActive: 1, queueDepth: 8 },
     runner
   }).pipe(Layer.provide(Layer.succeedContext(sandboxContext)))
-  const context = await Effect.runPromise(Layer.buildWithScope(session, scope))
+  const context = await build(session)
   const sandbox = Context.get(sandboxContext, Sandbox)
   const taskRunner = Context.get(context, TaskRunner)
   return {
