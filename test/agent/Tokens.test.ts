@@ -11,4 +11,11 @@ describe("token counts (cl100k_base)", () => {
     expect(count("a <|endoftext|> b")).toBeGreaterThan(3)
     expect(await Effect.runPromise(tokenCounter)).toBe(count)
   })
+
+  it("counts a hostile run of one character in bounded pieces (BPE is quadratic in a word's length)", async () => {
+    const count = await Effect.runPromise(tokenCounter)
+    const piece = count("x".repeat(256))
+    expect(count("x".repeat(3_000_000))).toBe(11_718 * piece + count("x".repeat(192)))
+    expect(count(`a ${"y".repeat(300)} b`)).toBe(count("a ") + count("y".repeat(256)) + count("y".repeat(44)) + count(" b"))
+  })
 })
