@@ -7,7 +7,7 @@
  *
  * Counting runs on the main thread, so its cost is bounded against hostile text: BPE is
  * quadratic in the length of one pre-tokenized word, so a run of more than `LONG_RUN`
- * non-space characters is counted in `LONG_RUN`-sized pieces (a count that can differ from the
+ * non-space characters is cut into `LONG_RUN`-sized pieces counted apart (a count that can differ from the
  * exact one by about a token per piece), and a text over `EXACT_LIMIT` characters is estimated
  * at 4 bytes a token.
  */
@@ -17,9 +17,13 @@ export type TokenCounter = (text: string) => number
 
 const LONG_RUN = 256
 const EXACT_LIMIT = 8 * 1024 * 1024
-const longRun = new RegExp(`\\S{${LONG_RUN + 1},}`)
-// matchAll clones this one (lastIndex 0 each time); it is never used statefully.
-const longRuns = new RegExp(longRun.source, "g")
+
+/** JavaScript's `\s`, by code unit (a regular expression over megabytes can overflow the stack). */
+const isSpace = (c: number) =>
+  c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+  c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
 
 let loading: Promise<TokenCounter> | undefined
 
@@ -27,13 +31,18 @@ const ordinary = { disallowedSpecial: new Set<string>() }
 
 const bounded = (count: (text: string) => number): TokenCounter => (text) => {
   if (text.length > EXACT_LIMIT) return Math.ceil(Buffer.byteLength(text) / 4)
-  if (!longRun.test(text)) return count(text)
   let total = 0
   let from = 0
-  for (const run of text.matchAll(longRuns)) {
-    total += count(text.slice(from, run.index))
-    for (let at = 0; at < run[0].length; at += LONG_RUN) total += count(run[0].slice(at, at + LONG_RUN))
-    from = run.index + run[0].length
+  let run = 0
+  for (let at = 0; at < text.length; at++) {
+    const c = text.charCodeAt(at)
+    if (isSpace(c)) run = 0
+    // The cut never splits a surrogate pair.
+    else if (++run > LONG_RUN && !isLowSurrogate(c)) {
+      total += count(text.slice(from, at))
+      from = at
+      run = 1
+    }
   }
   return total + count(text.slice(from))
 }
