@@ -90,6 +90,13 @@ export type DriverReply =
   | { readonly _tag: "DriverFailed"; readonly text: string }
   | { readonly _tag: "Response"; readonly response: DriverResponse; readonly raw: string; readonly continuationId: string | undefined }
 
+/** One line naming the first field that failed (the default tree formatter spans lines). */
+const firstIssue = (error: ParseResult.ParseError): string => {
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  if (issue === undefined) return "invalid"
+  return `${issue.path.length === 0 ? "" : `${issue.path.map(String).join(".")}: `}${issue.message}`
+}
+
 /** First non-empty value of a reserved metadata key (spec §2.3). */
 export const metadataValue = (result: ToolResultData, key: string): string | undefined =>
   result.metadata.find(([name, value]) => name === key && value.length > 0)?.[1]
@@ -108,8 +115,11 @@ export const readDriverResult = (result: ToolResultData): Either.Either<DriverRe
   } catch (error) {
     return Either.left(`failed to parse driver response: ${(error as Error).message}`)
   }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    return Either.left(`failed to parse driver response: expected a JSON object, got ${json === null ? "null" : Array.isArray(json) ? "an array" : typeof json}`)
+  }
   return Either.match(decodeResponse(json, { onExcessProperty: "preserve" }), {
-    onLeft: (error) => Either.left(`failed to parse driver response: ${ParseResult.TreeFormatter.formatErrorSync(error)}`),
+    onLeft: (error) => Either.left(`failed to parse driver response: ${firstIssue(error)}`),
     onRight: (response) => Either.right({ _tag: "Response", response, raw, continuationId: metadataValue(result, "continuation_id") })
   })
 }
@@ -118,7 +128,7 @@ export const readDriverResult = (result: ToolResultData): Either.Either<DriverRe
 export const toolCalls = (response: DriverResponse): Either.Either<ReadonlyArray<ToolCall>, string> =>
   Either.all(
     response.content.filter((block) => block.type === "tool_call").map((block) =>
-      Either.mapLeft(decodeToolCall(block), (error) => `failed to parse driver response: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)
+      Either.mapLeft(decodeToolCall(block), (error) => `failed to parse driver response: tool_call block ${firstIssue(error)}`)
     )
   )
 

@@ -35,8 +35,10 @@ describe("driver response", () => {
     expect(readDriverResult({ status: "passed", truncated: false, metadata: [] })).toEqual(Either.left("driver returned no data"))
     const bad = readDriverResult(passed("{nope"))
     expect(Either.isLeft(bad) && bad.left.startsWith("failed to parse driver response: ")).toBe(true)
-    const noStop = readDriverResult(passed("{}"))
-    expect(Either.isLeft(noStop) && noStop.left.startsWith("failed to parse driver response: ")).toBe(true)
+    expect(readDriverResult(passed("{}"))).toEqual(Either.left("failed to parse driver response: stop_reason: is missing"))
+    expect(readDriverResult(passed("\"text\""))).toEqual(Either.left("failed to parse driver response: expected a JSON object, got string"))
+    expect(readDriverResult(passed("[]"))).toEqual(Either.left("failed to parse driver response: expected a JSON object, got an array"))
+    expect(readDriverResult(passed("{\"stop_reason\":17}"))).toEqual(Either.left("failed to parse driver response: stop_reason: Expected string, actual 17"))
     // summary stands in for data
     expect(Either.isRight(readDriverResult({ status: "passed", summary: "{\"stop_reason\":\"end_turn\"}", truncated: false, metadata: [] }))).toBe(true)
   })
