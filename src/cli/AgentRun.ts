@@ -53,6 +53,14 @@ const settle = (registry: TaskRegistry["Type"], taskId: string) =>
 
 const statusOf = (task: Task) => (task.state === "completed" ? "ok" : "failed")
 
+/** `out/result.txt` (its first 2000 characters), when there is one. */
+const resultOf = (workdir: string): string | undefined => {
+  const path = join(workdir, "out", "result.txt")
+  if (!existsSync(path)) return undefined
+  const text = readFileSync(path, "utf8")
+  return text.length > 2000 ? `${text.slice(0, 2000)}…` : text
+}
+
 export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
   Effect.gen(function*() {
     const lifecycle = effectiveLifecycle(project.manifest)
@@ -66,16 +74,23 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
     const report = ({ task }: Settled) =>
       Effect.gen(function*() {
         const ok = task.state === "completed"
+        // A failed task's frames say "session ended" (the reference's text); the reason is here.
+        const result = ok ? undefined : resultOf(workdir)
         if (options.json) {
           yield* Console.log(JSON.stringify({
             event: "exit",
             status: statusOf(task),
             workdir,
             task_id: task.id,
-            ...(ok ? {} : { state: task.state, ...(task.statusMessage === undefined ? {} : { message: task.statusMessage }) })
+            ...(ok ? {} : {
+              state: task.state,
+              ...(task.statusMessage === undefined ? {} : { message: task.statusMessage }),
+              ...(result === undefined ? {} : { result })
+            })
           }))
         } else {
           if (!ok) yield* Console.error(`task ${task.id} ${task.state}${task.statusMessage === undefined ? "" : `: ${task.statusMessage}`}`)
+          if (result !== undefined) yield* Console.error(result)
           yield* Console.log(`status:  ${ok ? "ok" : "failed"}\nworkdir: ${workdir}`)
         }
         // A signal ends a sleeping run by interruption, which carries no status of its own.

@@ -25,6 +25,8 @@ const expectFailed = (launched: TaskRun, message: string | RegExp) => {
   expect(launched.exit).toMatchObject({ event: "exit", status: "failed", workdir: launched.workdir, state: "failed", task_id: expect.stringMatching(/^tsk_/) })
   if (typeof message === "string") expect(launched.exit.message).toBe(message)
   else expect(launched.exit.message).toMatch(message)
+  // The reason, whatever the frames said: the exit event carries out/result.txt.
+  expect(launched.exit.result).toBe(resultFile(launched.workdir))
 }
 
 /** The task's own task_end and the launch's session_end both carry `exit`. */
