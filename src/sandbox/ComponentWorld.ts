@@ -76,15 +76,29 @@ export const parseWorld = (wit: string): ComponentWorld => {
   return { imports, exports }
 }
 
-export const readWorld = (bytes: Uint8Array): Effect.Effect<ComponentWorld, SandboxError> =>
-  Effect.tryPromise({
+const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d]
+
+/** What the first eight bytes say, before asking the decoder (whose errors dump byte arrays). */
+const headerProblem = (bytes: Uint8Array): string | undefined => {
+  if (bytes.length < 8 || WASM_MAGIC.some((byte, at) => bytes[at] !== byte)) return "not a WebAssembly file (no \\0asm header)"
+  // Layer 0 is a core module; components are layer 1 (bytes 6–7).
+  if (bytes[6] === 0 && bytes[7] === 0) return "a core WebAssembly module, not a component; build it as a component (e.g. wasm-tools component new)"
+  return undefined
+}
+
+export const readWorld = (bytes: Uint8Array): Effect.Effect<ComponentWorld, SandboxError> => {
+  const problem = headerProblem(bytes)
+  if (problem !== undefined) return Effect.fail(new SandboxError({ reason: "InvalidComponent", message: `not a WebAssembly component: ${problem}` }))
+  return Effect.tryPromise({
     try: async () => parseWorld(await componentWit(bytes)),
     catch: (error) =>
       new SandboxError({
         reason: "InvalidComponent",
-        message: `not a WebAssembly component: ${error instanceof Error ? error.message : String(error)}`
+        // The decoder's message spans lines (byte arrays included): one line is enough to act on.
+        message: `not a WebAssembly component: ${(error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, " ")}`
       })
   })
+}
 
 const rebuild = (found: string, expected: string) =>
   `component ${found.startsWith("murmur:capsule/") || found.startsWith("murmur:tool/run") ? "exports" : "imports"} ${found}, but this runtime provides ${expected}; rebuild the artifact against the versioned WIT`
