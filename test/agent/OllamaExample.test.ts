@@ -27,11 +27,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-/**
- * A copy of examples/ollama whose provider is the fake one (artifact sources made absolute);
- * `exit`: one task, then the session ends (the example sleeps for the next task).
- */
-const exampleDir = (afterTask: "sleep" | "exit" = "sleep") => {
+/** A copy of examples/ollama whose provider is the fake one (artifact sources made absolute). */
+const exampleDir = () => {
   const dir = mkdtempSync(join(tmpdir(), "ollama-example-"))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   cpSync(join(repo, "examples/ollama/murmur.yaml"), join(dir, "murmur.yaml"))
@@ -39,7 +36,6 @@ const exampleDir = (afterTask: "sleep" | "exit" = "sleep") => {
     .replace("http://localhost:11434/v1", provider.url)
     .replace("http://localhost:11434", `http://127.0.0.1:${provider.port}`)
     .replace(/^(\s+)source: /gm, `$1source: ${join(repo, "examples/ollama")}/`)
-    .replace("after_task: sleep", `after_task: ${afterTask}`)
   writeFileSync(join(dir, "murmur.yaml"), yaml)
   return dir
 }
@@ -50,7 +46,7 @@ describe("examples/ollama (fake provider)", () => {
       { kind: "json", body: completion({ toolCalls: [{ id: "c1", name: "greet", arguments: "{\"name\":\"Ada\"}" }, { id: "c2", name: "echo", arguments: "{\"command\":\"hi there\"}" }], finish: "tool_calls" }) },
       { kind: "stream", events: [chunk({ role: "assistant", content: "Greeted " }), chunk({ content: "Ada." }, "stop")] }
     ])
-    const run = await runCli(["run", exampleDir("exit"), "--task", "greet Ada", "--json"])
+    const run = await runCli(["run", exampleDir(), "--task", "greet Ada", "--json"])
     expect(run.code, run.stderr).toBe(0)
     const { workdir } = exitEvent(run)
     expect(readFileSync(join(workdir, "out", "result.txt"), "utf8")).toBe("Greeted Ada.")
