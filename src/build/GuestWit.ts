@@ -38,7 +38,7 @@ export const assembleWit = (rootPackage: string): string => {
 
 const qjsRoot = dirname(require.resolve("componentize-qjs"))
 
-const versionAt = (root: string): string => (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version
+export const versionAt = (root: string): string => (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version
 
 /** What a built guest depends on besides its sources: part of every build stamp. */
 export const builderVersions = (): string => `jco@${versionAt(jcoRoot)} componentize-qjs@${versionAt(qjsRoot)} node@${process.version}`

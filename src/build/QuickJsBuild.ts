@@ -8,7 +8,8 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { extendedConstSites, lowerExtendedConst } from "./WasmConstExpr.js"
 
-export interface QuickJsSource {
+/** What a builder turns into a component. */
+export interface GuestSource {
   /** Absolute path of the entry module. */
   readonly entry: string
   readonly jsSource: string
@@ -17,7 +18,7 @@ export interface QuickJsSource {
   readonly world: string
 }
 
-export const buildQuickJs = async (source: QuickJsSource): Promise<Uint8Array> => {
+export const buildQuickJs = async (source: GuestSource): Promise<Uint8Array> => {
   const { componentize } = await import("componentize-qjs")
   const scratch = mkdtempSync(join(tmpdir(), "capsule-runtime-wit-"))
   try {

@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { buildDriver, shippedDrivers } from "../../src/build/DriverBuild.js"
+import { buildGuest, shippedGuests } from "../../src/build/ShippedGuests.js"
 import { exitEvent, runCli, serveCli } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc, sleep } from "../lib/Door.js"
 import { chunk, completion, type FakeProvider, startFakeProvider } from "../lib/FakeProvider.js"
@@ -19,7 +19,7 @@ const cleanups: Array<() => Promise<void> | void> = []
 let provider: FakeProvider
 
 beforeAll(async () => {
-  for (const driver of shippedDrivers) await buildDriver(driver)
+  for (const guest of shippedGuests) await buildGuest(guest)
   provider = await startFakeProvider()
 }, 300_000)
 afterAll(() => provider.close())

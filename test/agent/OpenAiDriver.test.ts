@@ -13,7 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { DriverRequest } from "../../src/agent/DriverProtocol.js"
-import { buildDriver, shippedDrivers } from "../../src/build/DriverBuild.js"
+import { buildGuest, shippedGuest } from "../../src/build/ShippedGuests.js"
 import { ComponentCache, type CompiledComponent } from "../../src/sandbox/ComponentCache.js"
 import type { GuestGrant, ToolResultData } from "../../src/sandbox/GuestJob.js"
 import type { NetworkRule } from "../../src/sandbox/NetworkMatch.js"
@@ -28,7 +28,7 @@ let component: CompiledComponent
 const workdirs: Array<string> = []
 
 beforeAll(async () => {
-  const built = await buildDriver(shippedDrivers.find((driver) => driver.name === "openai")!)
+  const built = await buildGuest(shippedGuest("drivers/openai"))
   provider = await startFakeProvider()
   component = await runtime.runPromise(Effect.flatMap(ComponentCache, (cache) => cache.load(new Uint8Array(readFileSync(built.file)), limits)))
 }, 300_000)
