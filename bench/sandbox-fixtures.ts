@@ -15,7 +15,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { componentPath, fixtureWitSource } from "../test/lib/components.js"
-import { extendedConstSites, lowerExtendedConst } from "../src/build/WasmConstExpr.js"
+import { buildQuickJs } from "../src/build/QuickJsBuild.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const benchFixtures = path.join(root, "bench/fixtures")
@@ -52,14 +52,7 @@ const buildBench = async (name: keyof typeof bench): Promise<string> => {
     const core = await parse(source)
     bytes = await componentNew(await componentEmbed({ binary: core, witSource: wit, world: spec.world }), [])
   } else {
-    const { componentize } = await import("componentize-qjs")
-    const witPath = path.join(cacheDir, `bench-wit-${digest.slice(0, 16)}.wit`)
-    fs.writeFileSync(witPath, wit)
-    const entry = path.join(benchFixtures, spec.source)
-    const { component } = await componentize({ witPath, jsSource: source, jsPath: entry, moduleRoot: benchFixtures, world: spec.world, sync: true })
-    bytes = lowerExtendedConst(new Uint8Array(component))
-    const left = extendedConstSites(bytes)
-    if (left.length > 0) throw new Error(`${spec.source}: extended-const expressions left: ${left.join(", ")}`)
+    bytes = await buildQuickJs({ entry: path.join(benchFixtures, spec.source), jsSource: source, wit, world: spec.world })
   }
   const tmp = `${file}.${process.pid}.tmp`
   fs.writeFileSync(tmp, bytes)
