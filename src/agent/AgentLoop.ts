@@ -50,7 +50,6 @@ export interface AgentOutcome {
 /** A host-side error: the task fails with this message (`driver invocation failed: …`). */
 export class AgentHostError extends Error {}
 
-
 export const writeResult = (workdir: string, text: string) => {
   mkdirSync(join(workdir, "out"), { recursive: true })
   writeFileSync(join(workdir, "out", "result.txt"), text)
