@@ -1,0 +1,56 @@
+/**
+ * What OS containment this host can give subprocesses, probed once per process. The sealed tier
+ * needs bubblewrap (`bwrap`) that really creates the namespaces: a binary on `PATH` is not proof
+ * (a kernel may forbid user namespaces), so the probe runs one sandboxed `true` and trusts only
+ * its exit status. Nothing else is consulted, so no manifest can talk a host into a tier.
+ */
+import { execFile } from "node:child_process"
+import { accessSync, constants } from "node:fs"
+import { delimiter, join } from "node:path"
+import { Effect } from "effect"
+
+export type HostTier =
+  | { readonly tier: "sealed"; readonly bwrap: string }
+  | { readonly tier: "advisory"; readonly reason: string }
+
+const onPath = (name: string, path: string | undefined): string | undefined => {
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (dir === "") continue
+    const candidate = join(dir, name)
+    try {
+      accessSync(candidate, constants.X_OK)
+      return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+const trial = (bwrap: string) =>
+  Effect.async<string | undefined>((resume) => {
+    const args = ["--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+    execFile(bwrap, args, { timeout: 10_000 }, (error, _stdout, stderr) =>
+      resume(Effect.succeed(error === null ? undefined : (String(stderr).trim().split("\n")[0] || error.message))))
+  })
+
+/** Probes `bwrap` on `path` (the runtime's own PATH); `MURMUR_BWRAP` may name it exactly. */
+export const probeHost = (path: string | undefined, explicit?: string): Effect.Effect<HostTier> =>
+  Effect.gen(function*() {
+    if (process.platform !== "linux") return { tier: "advisory", reason: `OS containment needs Linux (this host is ${process.platform})` } as const
+    const bwrap = explicit ?? onPath("bwrap", path)
+    if (bwrap === undefined) return { tier: "advisory", reason: "bubblewrap (bwrap) is not installed on this host (Debian: apt-get install bubblewrap)" } as const
+    const failure = yield* trial(bwrap)
+    if (failure !== undefined) return { tier: "advisory", reason: `bubblewrap cannot create namespaces on this host: ${failure}` } as const
+    return { tier: "sealed", bwrap } as const
+  })
+
+const cache = new Map<string, HostTier>()
+
+/** `probeHost`, run once per (path, explicit) for the life of the process. */
+export const probeHostOnce = (path: string | undefined, explicit?: string): Effect.Effect<HostTier> => {
+  const key = `${explicit ?? ""}\0${path ?? ""}`
+  const known = cache.get(key)
+  if (known !== undefined) return Effect.succeed(known)
+  return probeHost(path, explicit).pipe(Effect.tap((tier) => Effect.sync(() => cache.set(key, tier))))
+}
