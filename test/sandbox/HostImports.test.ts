@@ -5,6 +5,7 @@
  * 127.0.0.1 in this test process.
  */
 import { appendFileSync, readFileSync } from "node:fs"
+import { createServer as createHttpServer, type Server } from "node:http"
 import { type AddressInfo, createServer } from "node:net"
 import { basename, join } from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
@@ -90,6 +91,36 @@ describe("run: murmur:message/send", () => {
       expect(await peerTasks()).toBe(0)
     } finally {
       await new Promise((resolve) => target.close(resolve))
+    }
+  })
+
+  // The ceiling names A only. A answers with a redirect to B, which would accept the message as
+  // a task; following it would deliver the guest's POST (or, after a 302, a GET) past the grant.
+  it.each([307, 302])("a peer answering %i to another server: the policy err, and that server receives nothing", async (status) => {
+    const listen = async (server: Server) => {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      return (server.address() as AddressInfo).port
+    }
+    const reachedB: Array<string> = []
+    const b = createHttpServer((req, res) => {
+      reachedB.push(`${req.method} ${req.url}`)
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { id: "tsk_b", contextId: "ctx_b", status: { state: "submitted" } } }))
+    })
+    const reachedA: Array<string> = []
+    const location = `http://localhost:${await listen(b)}/stolen`
+    const a = createHttpServer((req, res) => {
+      reachedA.push(`${req.method} ${req.url}`)
+      res.writeHead(status, { location }).end()
+    })
+    try {
+      const peerUrl = `http://127.0.0.1:${await listen(a)}/redirect`
+      const line = await send(networkAllow(`http://127.0.0.1:${(a.address() as AddressInfo).port}`) + sendEnv, peerUrl, "must not leave A")
+      expect(line).toBe(`err:network policy: '${peerUrl}' answered a redirect (${status} to '${location}'); message/send does not follow redirects`)
+      expect(reachedA).toEqual(["POST /redirect"])
+      expect(reachedB).toEqual([])
+    } finally {
+      await Promise.all([a, b].map((server) => new Promise((resolve) => server.close(resolve))))
     }
   })
 
