@@ -2,7 +2,9 @@
  * The 0.3 inference gateway (spec §3.3), inside the driver's worker: a request to
  * `http://127.0.0.1:9` (where nothing listens) is sent to the upstream endpoint instead, with
  * every header named like `inference_auth.header` dropped and the rendered auth header
- * inserted. The driver only ever sees the placeholder endpoint, never the key.
+ * inserted. The driver only ever sees the placeholder endpoint, never the key. An upstream's
+ * redirect is not followed (the shim never does): the driver gets the 3xx as is, and the key goes
+ * to the upstream's own authority only.
  */
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { InferenceGateway } from "../GuestJob.js"

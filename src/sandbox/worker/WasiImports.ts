@@ -117,6 +117,9 @@ export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string
         throw new GuestExit(code === 0)
       }
     },
+    // The shim sends with `node:http`, which never follows a redirect: a 3xx reaches the guest as
+    // is (as in Wasmtime), so the host checked here is the only one contacted
+    // (test/sandbox/OutgoingHttp.test.ts pins it across shim upgrades).
     "wasi:http/outgoing-handler": {
       handle: (request: any, options: any) => {
         const scheme = schemeOf(request.scheme())
