@@ -68,8 +68,8 @@ export const AgentCapsule = {
             ...(prepared.shell.allow.length > 0 ? ["shell" as const] : [])
           ],
           tools_declared: prepared.toolList.map((tool) => tool.name),
-          containment_declared: "advisory",
-          containment_achieved: "advisory",
+          containment_declared: prepared.containment.declared,
+          containment_achieved: prepared.containment.achieved,
           userns_grant: null,
           workdir_exec: caps.filesystem?.workdirExec ?? false,
           // One launch is one fresh session: nothing resumed, no pinned context.

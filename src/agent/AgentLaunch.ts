@@ -10,6 +10,7 @@ import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import { artifactData, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
+import { type ContainmentDecision, containmentFor } from "../sandbox/containment/ContainmentDecision.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
 import { type GrantContext, toolGrant } from "../sandbox/Grants.js"
 import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
@@ -59,6 +60,8 @@ export interface PreparedAgent {
   readonly hostEnv: Readonly<Record<string, string | undefined>>
   readonly lifecycle: Lifecycle
   readonly deadlineSeconds: number
+  /** Declared and achieved containment, and the host tier the shell's commands run under. */
+  readonly containment: ContainmentDecision
   readonly warnings: ReadonlyArray<string>
 }
 
@@ -73,6 +76,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     if (inference === undefined || inference.transport !== "http" || inference.driver === undefined) {
       return yield* new ProjectError({ code: "E-RUN-005", message: `${manifest.name}: the agent loop needs an inference block with transport: http and a driver` })
     }
+    const containment = yield* containmentFor(manifest.capabilities, options.hostEnv)
     const { accessible: workdir, session: sessionWorkdir } = agentWorkdirs(project.directory, options.sessionId, options.workdir)
     mkdirSync(join(workdir, "out"), { recursive: true })
     const runtimeVars: Record<string, string> = {
@@ -89,7 +93,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     const context: GrantContext = { manifest, workdir, hostEnv: options.hostEnv, runtimeVars }
     const limits = effectiveLimits(manifest.capabilities)
     const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
-    const warnings = project.warnings.map((w) => `warning[${w.code}]: ${w.message}`)
+    const warnings = [...project.warnings.map((w) => `warning[${w.code}]: ${w.message}`), ...containment.warnings]
 
     const driverArtifact = project.artifacts.find((artifact) => artifact.entry.name === inference.driver!.artifact)
     if (driverArtifact?.wasm === undefined) {
@@ -157,6 +161,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       hostEnv: options.hostEnv,
       lifecycle: effectiveLifecycle(manifest),
       deadlineSeconds: limits.deadlineSeconds,
+      containment,
       warnings
     } satisfies PreparedAgent
   })

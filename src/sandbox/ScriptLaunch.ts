@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import type { Trust } from "../services/Task.js"
 import { artifactData, type CapsuleProject } from "./CapsuleProject.js"
 import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
+import { type ContainmentDecision, containmentFor } from "./containment/ContainmentDecision.js"
 import type { ArtifactData, GuestGrant } from "./GuestJob.js"
 import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "./Grants.js"
 import { effectiveLimits } from "./manifest/Capabilities.js"
@@ -36,6 +37,7 @@ export interface PreparedScript {
   readonly tools: Readonly<Record<string, ToolSpec>>
   readonly allowlist: ReadonlyArray<string>
   readonly artifacts: ReadonlyArray<ArtifactData>
+  readonly containment: ContainmentDecision
   readonly warnings: ReadonlyArray<string>
 }
 
@@ -43,6 +45,8 @@ export interface PreparedScript {
 export const prepareScript = (project: CapsuleProject, options: LaunchOptions): Effect.Effect<PreparedScript, ProjectError | SandboxError, ComponentCache> =>
   Effect.gen(function*() {
     const cache = yield* ComponentCache
+    // A script capsule starts no subprocess, but a floor it declares is still a launch condition.
+    const containment = yield* containmentFor(project.manifest.capabilities, options.hostEnv)
     const workdir = resolve(options.workdir ?? join(project.directory, "workdir", options.sessionId))
     mkdirSync(workdir, { recursive: true })
     const context: GrantContext = { manifest: project.manifest, workdir, hostEnv: options.hostEnv, runtimeVars: {} }
@@ -74,6 +78,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       tools,
       allowlist: project.manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
       artifacts,
+      containment,
       warnings
     } satisfies PreparedScript
   })

@@ -21,7 +21,7 @@ export interface SessionStartFields {
   readonly capabilities: ReadonlyArray<"network" | "filesystem" | "shell">
   readonly tools_declared: ReadonlyArray<string>
   readonly containment_declared: Containment
-  /** This runtime enforces no kernel containment: `advisory`. */
+  /** What the host's tier gives the shell's commands (sealed needs bubblewrap), capped at advisory by `workdir_exec`. */
   readonly containment_achieved: Containment
   readonly userns_grant?: string | null
   readonly workdir_exec: boolean

@@ -105,6 +105,22 @@ const rows: ReadonlyArray<Row> = [
     manifest({ extra: "capabilities:\n  filesystem:\n    scope: ../outside\n" }),
     { code: "E-CAP-002", message: "invalid filesystem capability scope '../outside': scope cannot escape the workdir via '..'" }
   ],
+  [
+    "capabilities.containment scoped with an executable workdir",
+    manifest({ extra: "capabilities:\n  containment: scoped\n  filesystem:\n    workdir_exec: true\n" }),
+    {
+      code: "E-CAP-003",
+      message: "containment floor 'scoped' cannot be met: capabilities.filesystem.workdir_exec: true makes the workdir executable, which caps containment at advisory on every host; remove workdir_exec or declare containment: advisory"
+    }
+  ],
+  [
+    "capabilities.shell.staged_runtime without the sealed floor",
+    manifest({ extra: "capabilities:\n  shell:\n    allow: [python3]\n    staged_runtime:\n      - { binary: python3, source_path: /opt/py, pin: '3.11' }\n" }),
+    {
+      code: "E-CAP-004",
+      message: "capabilities.shell.staged_runtime for 'python3' requires capabilities.containment: sealed (declared: advisory) — a staged runtime is bind-mounted into a sealed root, which no weaker class composes"
+    }
+  ],
   // artifacts
   [
     "artifact runtime: wasm",

@@ -6,7 +6,13 @@
  * E-CAP-002 scope). Network allow entries are kept as written; `NetworkPolicy.ts` parses rules.
  */
 import { Schema } from "effect"
-import { invalidCapability, invalidFilesystemScope, invalidNetworkAllowEntry } from "./ManifestError.js"
+import {
+  containmentFloorUnmet,
+  invalidCapability,
+  invalidFilesystemScope,
+  invalidNetworkAllowEntry,
+  stagedRuntimeNeedsSealed
+} from "./ManifestError.js"
 import { block, blockItem, type Decoded, list, optBool, optString, optUint, refuse, string } from "./YamlReader.js"
 
 const exact = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
@@ -296,7 +302,11 @@ export const scopeProblem = (scope: string): string | undefined => {
   return undefined
 }
 
-/** The launch-time grant checks (E-CAP-001 empty allow entry, E-CAP-002 bad scope). */
+/**
+ * The launch-time grant checks (E-CAP-001 empty allow entry, E-CAP-002 bad scope) and the
+ * containment combinations no host can satisfy (E-CAP-003 executable workdir under a floor above
+ * advisory, E-CAP-004 staged runtime without the sealed floor), made here so `validate` reports them.
+ */
 export const checkGrantShapes = (capabilities: Capabilities): void => {
   for (const entry of capabilities.network?.allow ?? []) {
     if (entry.trim() === "") refuse(invalidNetworkAllowEntry(entry, "entry must not be empty"))
@@ -304,4 +314,10 @@ export const checkGrantShapes = (capabilities: Capabilities): void => {
   const scope = capabilities.filesystem?.scope
   const problem = scope === undefined ? undefined : scopeProblem(scope)
   if (scope !== undefined && problem !== undefined) refuse(invalidFilesystemScope(scope, problem))
+  const declared = capabilities.containment ?? "advisory"
+  if (declared !== "advisory" && capabilities.filesystem?.workdirExec === true) {
+    refuse(containmentFloorUnmet(declared, "capabilities.filesystem.workdir_exec: true makes the workdir executable, which caps containment at advisory on every host; remove workdir_exec or declare containment: advisory"))
+  }
+  const staged = capabilities.shell?.stagedRuntime[0]
+  if (staged !== undefined && declared !== "sealed") refuse(stagedRuntimeNeedsSealed(staged.binary, declared))
 }

@@ -18,6 +18,10 @@ export const ManifestErrorCode = Schema.Literal(
   "E-CAP-001",
   /** a `filesystem.scope` that is absolute or escapes the workdir */
   "E-CAP-002",
+  /** a declared containment floor that cannot hold (an executable workdir caps every capsule at advisory) */
+  "E-CAP-003",
+  /** `shell.staged_runtime` without the sealed floor it needs */
+  "E-CAP-004",
   /** an artifact `config:` block that cannot be delivered as MURMUR_ARTIFACT_CONFIG */
   "E-CAP-010"
 )
@@ -92,6 +96,13 @@ export const invalidNetworkAllowEntry = (entry: string, message: string) =>
 
 export const invalidFilesystemScope = (scope: string, message: string) =>
   make("E-CAP-002", `invalid filesystem capability scope '${scope}': ${message}`)
+
+/** A containment floor no host can meet for this capsule (the host-side shortfall is a launch error). */
+export const containmentFloorUnmet = (declared: string, reason: string) =>
+  make("E-CAP-003", `containment floor '${declared}' cannot be met: ${reason}`)
+
+export const stagedRuntimeNeedsSealed = (binary: string, declared: string) =>
+  make("E-CAP-004", `capabilities.shell.staged_runtime for '${binary}' requires capabilities.containment: sealed (declared: ${declared}) — a staged runtime is bind-mounted into a sealed root, which no weaker class composes`)
 
 export const invalidArtifactConfig = (artifact: string, message: string) =>
   make("E-CAP-010", `invalid config for artifact '${artifact}': ${message}`)
