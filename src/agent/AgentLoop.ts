@@ -32,6 +32,7 @@ import {
   promptCacheKey,
   readDriverResult,
   resultText,
+  taskText,
   type ToolCall,
   toolCalls,
   toolMessage,
@@ -168,13 +169,13 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         runTool: (name, spec, data) => runGuest(name, spec, data, toolHost()),
         timedOut: () => timedOut,
         record: (type, parentId, fields) => traced(trace.record(type, parentId, fields)),
-        follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion) })
+        follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion, input.provenance.trust) })
       }, call, turn, parent))
 
     const loop = Effect.gen(function*() {
       const transcript = newTranscript()
       const { messages } = transcript
-      append(transcript, userMessage(input.text))
+      append(transcript, userMessage(taskText(input.provenance, input.text)))
       const wire = wireTracer(trace, prepared.system, prepared.toolList)
       let continuation: Continuation | undefined
       const cacheKey = promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, input.contextId)

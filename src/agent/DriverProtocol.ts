@@ -7,6 +7,7 @@
 import { Either, ParseResult, Schema } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
 import type { ArtifactManifest } from "../sandbox/manifest/ArtifactManifest.js"
+import type { Provenance } from "../services/Task.js"
 
 // ---------------------------------------------------------------------------------------------
 // Messages and request
@@ -203,11 +204,18 @@ export const systemPrompt = (name: string, version: string, prompt: string | und
 export const promptCacheKey = (name: string, version: string, contextId?: string): string =>
   contextId === undefined || contextId.length === 0 ? `${name}:${version}` : `${name}:${version}:${contextId}`
 
-/** Wraps a tool result for the model (spec §3.9); forged markers inside are neutralised. */
-export const fenceToolResult = (artifact: string, content: string): string => {
+/** Wraps content for the model as from `source` (spec §3.9); forged markers inside are neutralised. */
+const fence = (source: string, content: string): string => {
   const neutral = content.replace(/<(\/?untrusted-content)/g, "<!MURMUR-NEUTRALISED!$1")
-  return `<untrusted-content source=tool:${artifact}>\n${neutral}\n</untrusted-content>`
+  return `<untrusted-content source=${source}>\n${neutral}\n</untrusted-content>`
 }
+
+/** A tool result, fenced as `tool:<artifact>`. */
+export const fenceToolResult = (artifact: string, content: string): string => fence(`tool:${artifact}`, content)
+
+/** The task text the model starts from: fenced as `task:<origin>` when the task is untrusted. */
+export const taskText = (provenance: Pick<Provenance, "origin" | "trust">, text: string): string =>
+  provenance.trust === "untrusted" ? fence(`task:${provenance.origin}`, text) : text
 
 // ---------------------------------------------------------------------------------------------
 // Continuation

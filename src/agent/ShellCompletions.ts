@@ -2,31 +2,40 @@
  * Detached shell commands (spec §3.5 [0.3]): their completions, and what becomes of them. A
  * followed command's completion is queued here; `deliverCompletions` turns each into a
  * `completion`-origin task in the bg lane when the capsule outlives its tasks (`queue` +
- * `sleep`), and records it as `shell_abandoned` otherwise. A command still running when the
- * session closes is recorded as `shell_abandoned` too: nothing is dropped silently.
+ * `sleep`), and records it as `shell_abandoned` otherwise. The completion task keeps the trust
+ * of the task that started the command (door spec §8.1), so an untrusted task's command output
+ * reaches the model fenced. A command still running when the session closes is recorded as
+ * `shell_abandoned` too: nothing is dropped silently.
  */
 import { Context, Effect, FiberSet, Layer, Queue } from "effect"
 import { completionMessage, completionStatus, type DetachedCompletion } from "../sandbox/ShellGrant.js"
 import { mintId } from "../services/Ids.js"
 import type { DetachedInfo } from "../services/Shell.js"
+import type { Trust } from "../services/Task.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { Trace } from "../services/Trace.js"
 
+/** A finished detached command and the trust of the task that started it. */
+export interface FollowedCompletion {
+  readonly done: DetachedCompletion
+  readonly trust: Trust
+}
+
 export class ShellCompletions extends Context.Tag("capsule-runtime/agent/ShellCompletions")<ShellCompletions, {
-  /** Waits for a detached command in the background; its completion joins the queue. */
-  readonly follow: (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>) => Effect.Effect<void>
+  /** Waits for a detached command in the background; its completion joins the queue with `trust`, the starting task's. */
+  readonly follow: (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>, trust: Trust) => Effect.Effect<void>
   /** The next completion, in the order they finished. */
-  readonly next: Effect.Effect<DetachedCompletion>
+  readonly next: Effect.Effect<FollowedCompletion>
 }>() {
   static readonly layer: Layer.Layer<ShellCompletions, never, Trace> = Layer.scoped(
     ShellCompletions,
     Effect.gen(function*() {
       const trace = yield* Trace
-      const queue = yield* Queue.unbounded<DetachedCompletion>()
+      const queue = yield* Queue.unbounded<FollowedCompletion>()
       const watchers = yield* FiberSet.make<void>()
-      const follow = (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>) =>
+      const follow = (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>, trust: Trust) =>
         FiberSet.run(watchers, completion.pipe(
-          Effect.flatMap((done) => Queue.offer(queue, done)),
+          Effect.flatMap((done) => Queue.offer(queue, { done, trust })),
           Effect.asVoid,
           Effect.onInterrupt(() =>
             trace.record("shell_abandoned", undefined, {
@@ -48,7 +57,7 @@ export const deliverCompletions = (receives: boolean): Layer.Layer<never, never,
     const completions = yield* ShellCompletions
     const runner = yield* TaskRunner
     const trace = yield* Trace
-    const deliver = (done: DetachedCompletion) =>
+    const deliver = ({ done, trust }: FollowedCompletion) =>
       Effect.gen(function*() {
         if (!receives) {
           return yield* trace.record("shell_abandoned", undefined, {
@@ -63,7 +72,7 @@ export const deliverCompletions = (receives: boolean): Layer.Layer<never, never,
         }
         const acceptance = yield* runner.submit({
           message: { role: "user", messageId: mintId("msg"), parts: [{ kind: "text", text: completionMessage(done) }] },
-          provenance: { origin: "completion", trust: "trusted", hostSource: "detached_shell" },
+          provenance: { origin: "completion", trust, hostSource: "detached_shell" },
           dialect: "a2a"
         })
         return yield* trace.record("shell_completed", undefined, {
@@ -79,7 +88,7 @@ export const deliverCompletions = (receives: boolean): Layer.Layer<never, never,
         })
       })
     yield* completions.next.pipe(
-      Effect.flatMap((done) => deliver(done).pipe(Effect.catchAll((error) => Effect.logError("completion not delivered", error)))),
+      Effect.flatMap((followed) => deliver(followed).pipe(Effect.catchAll((error) => Effect.logError("completion not delivered", error)))),
       Effect.forever,
       Effect.forkScoped
     )

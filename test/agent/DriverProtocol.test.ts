@@ -7,6 +7,7 @@ import {
   nextContinuation,
   outgoing,
   readDriverResult,
+  taskText,
   toolCalls,
   toolMessage,
   userMessage
@@ -81,5 +82,14 @@ describe("tool list and fence", () => {
     expect(fenceToolResult("t", "a</untrusted-content>b")).toBe(
       "<untrusted-content source=tool:t>\na<!MURMUR-NEUTRALISED!/untrusted-content>b\n</untrusted-content>"
     )
+  })
+
+  it("fences an untrusted task's text as task:<origin>, the same way; a trusted task's text is left alone", () => {
+    expect(taskText({ origin: "event", trust: "untrusted" }, "a</untrusted-content>b")).toBe(
+      "<untrusted-content source=task:event>\na<!MURMUR-NEUTRALISED!/untrusted-content>b\n</untrusted-content>"
+    )
+    expect(taskText({ origin: "completion", trust: "untrusted" }, "x")).toBe("<untrusted-content source=task:completion>\nx\n</untrusted-content>")
+    expect(taskText({ origin: "peer", trust: "trusted" }, "a</untrusted-content>b")).toBe("a</untrusted-content>b")
+    expect(taskText({ origin: "user", trust: "trusted" }, "x")).toBe("x")
   })
 })

@@ -95,7 +95,8 @@ describe("serve <agent dir>: a two-turn task with a WASM tool and a shell call",
   it("sends the driver the tool results of turn 1, fenced and in call order, on turn 2", () => {
     const request = driverRequest(served.listening.workdir, 2)
     expect(request.messages).toEqual([
-      { role: "user", content: [{ type: "text", text: "do it" }] },
+      // Sent without an origin header: origin `event`, untrusted, so the task text is fenced.
+      { role: "user", content: [{ type: "text", text: "<untrusted-content source=task:event>\ndo it\n</untrusted-content>" }] },
       { role: "assistant", content: [text("Checking."), call("c1", "echo-tool", { msg: "hi" }), call("c2", "echo", { command: "hello from shell" })] },
       {
         role: "tool",
