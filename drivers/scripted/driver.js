@@ -2,7 +2,8 @@
 // with the driver response JSON (§4.3) taken from MURMUR_INFERENCE_DRIVER_CONFIG:
 //   {"replies": [<response per turn>], "chunks": true|false}
 // The turn is the number of assistant messages in the request; once the replies run out the
-// last one repeats. Every string "{{task}}" in a reply becomes the first user message's text.
+// last one repeats. Every string "{{task}}" in a reply becomes the first user message's text
+// (read inside its untrusted-content fence, as a model would read it, when the task came fenced).
 // With no replies the driver ends the turn with the task's text. Nothing is read or written
 // besides the environment, so the same config always gives the same conversation.
 import chunks from "murmur:text/chunks@0.1.0";
@@ -16,7 +17,9 @@ function taskText(messages) {
   const first = messages.find((m) => m.role === "user");
   if (first === undefined) return "";
   const content = Array.isArray(first.content) ? first.content : [];
-  return content.filter((b) => b.type === "text").map((b) => b.text ?? "").join("\n");
+  const text = content.filter((b) => b.type === "text").map((b) => b.text ?? "").join("\n");
+  const fenced = /^<untrusted-content source=[^>\n]*>\n([\s\S]*)\n<\/untrusted-content>$/.exec(text);
+  return fenced === null ? text : fenced[1];
 }
 
 function fill(value, task) {

@@ -79,7 +79,8 @@ export interface ParseManifestOptions {
 /** A script capsule runs `capsule.wasm`; an agent capsule (with `inference:`) runs the agent loop. */
 export const isAgentCapsule = (manifest: CapsuleManifest): boolean => manifest.inference !== undefined
 
-const topLevelSpec = {
+/** Every top-level key, read as the reference reads it. */
+export const topLevelSpec = {
   name: optString,
   version: optString,
   artifacts: list(blockItem(artifactSpec)),

@@ -28,6 +28,10 @@ import {
 } from "../lib/AgentE2E.js"
 import { type AgentDirOptions, listeningCli, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc } from "../lib/Door.js"
+import { Effect } from "effect"
+import { probeHost } from "../../src/sandbox/containment/HostProbe.js"
+
+const hostTier = await Effect.runPromise(probeHost(process.env.PATH))
 
 const cleanups: Array<() => Promise<void> | void> = []
 
@@ -143,7 +147,8 @@ describe("trace.jsonl of an A2A task (run <dir> --json, trace.capture meta by de
       capabilities: ["shell"],
       tools_declared: ["echo", "echo-tool"],
       containment_declared: "advisory",
-      containment_achieved: "advisory",
+      // What the host backs, whatever was declared: sealed where bubblewrap works.
+      containment_achieved: hostTier.tier,
       workdir_exec: false,
       system_prompt_source: "none",
       credential_source: "none",

@@ -143,7 +143,15 @@ state: { store: " notes " }
 conversation: { read: false }
 plan: { submit: true }
 containment: " sealed "`))
-    assert.deepStrictEqual(warnings, [])
+    // Every key not acted on is named (./ManifestKeys.test.ts walks them all); none is refused.
+    assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
+      ["W-RUN-001", "capabilities.peer_fetch"],
+      ["W-RUN-001", "capabilities.spawn"],
+      ["W-RUN-001", "capabilities.resources.cgroup_cpu_percent"],
+      ["W-RUN-001", "capabilities.state"],
+      ["W-RUN-001", "capabilities.conversation"],
+      ["W-RUN-001", "capabilities.plan"]
+    ])
     assert.deepStrictEqual(manifest.capabilities, {
       network: { allow: ["HTTPS://API.Example.com", "localhost:8080", " host-with-space "], unixSockets: false },
       peerFetch: { allow: ["localhost:41234", "https://peer.example.com/"] },
@@ -221,7 +229,11 @@ context: { max_tokens: 1000 }
 trace: { capture: content }
 network: { internal_port: 14159 }
 `)
-    assert.deepStrictEqual(warnings, [])
+    assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
+      ["W-RUN-001", "context.max_tokens"],
+      ["W-RUN-001", "network.internal_port"],
+      ["W-RUN-001", "lifecycle.delegation_deadline_secs"]
+    ])
     assert.isTrue(isAgentCapsule(manifest))
     assert.deepStrictEqual(manifest.inference?.driver, { artifact: "d", configJson: "{\"anything\":[1]}" })
     assert.strictEqual(manifest.lifecycle?.taskAcceptance, "queue")
@@ -265,7 +277,8 @@ inference: { endpoint: "https://x", model: x, modle: y, driver: { artifact: echo
 lifecycle: { after_tsk: sleep }
 `.replace("runtme: tool", "runtime: driver\n    runtme: tool"))
     assert.strictEqual(manifest.artifacts[0]!.runtime, "driver")
-    assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
+    assert.deepStrictEqual(warnings.filter((w) => w.code === "W-SEC-008").map((w) => w.path), ["artifacts[0].capabilities.shell"])
+    assert.deepStrictEqual(warnings.filter((w) => w.code !== "W-SEC-008").map((w) => [w.code, w.path]), [
       ["W-SEC-019", "quantum_teleport"],
       ["W-SEC-019", "artifacts[0].runtme"],
       ["W-SEC-019", "artifacts[0].capabilities.shell.alow"],

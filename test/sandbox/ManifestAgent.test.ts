@@ -201,6 +201,11 @@ describe("the session blocks: accepted", () => {
       { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" },
       {
         code: "W-RUN-001",
+        message: "'lifecycle.delegation_deadline_secs' is accepted but not acted on by capsule-runtime (TypeScript) yet: delegate-task is not offered by this runtime yet, so no delegation has a deadline",
+        path: "lifecycle.delegation_deadline_secs"
+      },
+      {
+        code: "W-RUN-001",
         message: "'lifecycle.conversation: threaded' is accepted but not acted on by capsule-runtime (TypeScript) yet: every task starts a fresh conversation, as under 'stateless'",
         path: "lifecycle.conversation"
       }
@@ -219,11 +224,13 @@ describe("the session blocks: accepted", () => {
     assert.deepStrictEqual(ok(`${HEAD}lifecycle: { task_acceptance: none }\n`).manifest.lifecycle?.taskAcceptance, "none")
   })
 
-  it("network.internal_port and context.max_tokens are acted on; the other context keys are named", () => {
-    assert.deepStrictEqual(ok(agent({}, "network: { internal_port: 65535 }\n")).manifest.network, { internalPort: 65535 })
-    const quiet = ok(agent({}, "context: { max_tokens: 120000 }\n"))
-    assert.deepStrictEqual(quiet.manifest.context, { maxTokens: 120000, record: true, seedBudget: 0.1, seedOverflowMargin: 0.1 })
-    assert.deepStrictEqual(quiet.warnings, [])
+  it("network.internal_port and every context key are read and named: none is acted on yet", () => {
+    const port = ok(agent({}, "network: { internal_port: 65535 }\n"))
+    assert.deepStrictEqual(port.manifest.network, { internalPort: 65535 })
+    assert.deepStrictEqual(inertPaths(port), ["network.internal_port"])
+    const budget = ok(agent({}, "context: { max_tokens: 120000 }\n"))
+    assert.deepStrictEqual(budget.manifest.context, { maxTokens: 120000, record: true, seedBudget: 0.1, seedOverflowMargin: 0.1 })
+    assert.deepStrictEqual(inertPaths(budget), ["context.max_tokens"])
     const full = ok(agent({}, `context:
   record: ' off '
   record_store: ' notes '

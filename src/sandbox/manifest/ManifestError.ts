@@ -37,6 +37,8 @@ export class ManifestError extends Schema.TaggedError<ManifestError>()("Manifest
 export const ManifestWarningCode = Schema.Literal(
   /** a key this build does not recognize (reported, never refused) */
   "W-SEC-019",
+  /** a capsule-wide grant declared on an artifact entry, where it is inert */
+  "W-SEC-008",
   /** an artifact declares both `source:` and `version:` (the reference prints this uncoded) */
   "W-LOCAL-SOURCE",
   /** a retired key still honoured through its replacement (`trace.include_tool_output`; uncoded upstream) */

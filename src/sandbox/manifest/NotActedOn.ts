@@ -1,29 +1,20 @@
 /**
  * `W-RUN-001`: keys of the 0.3 manifest that this runtime recognizes and validates with the
- * reference's rules but does not act on yet. Never silent: each declared one is named, so an
- * operator knows the capsule runs here without it.
+ * reference's rules but does not act on yet (the `warned` lines of ./ManifestKeys.ts), and
+ * `W-SEC-008`: capsule-wide grants declared on an artifact entry, where they are inert. Never
+ * silent: each declared one is named, so an operator knows the capsule runs here without it.
  */
 import type { ManifestWarning } from "./ManifestError.js"
+import { warnedRoots } from "./ManifestKeys.js"
 
 const RUNTIME = "capsule-runtime (TypeScript)"
 
-/** Dotted paths whose mere declaration earns the warning, in manifest block order. */
-const INERT_KEYS = [
-  ["inference", "compaction"],
-  ["inference", "max_session_tokens"],
-  ["lifecycle", "max_task_reopens"],
-  ["context", "record"],
-  ["context", "record_store"],
-  ["context", "seed_budget"],
-  ["context", "seed_overflow_margin"],
-  ["context", "retain"],
-  ["observability", "eval"],
-  ["trace", "retain"],
-  ["exports", "files"],
-  ["exports", "peer_files"]
-] as const
-
 type Blocks = Readonly<Record<string, unknown>>
+
+const ENTRY_PREFIX = "artifacts[].capabilities."
+
+const valueAt = (root: unknown, keys: ReadonlyArray<string>): unknown =>
+  keys.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<string, unknown>)[key.replace(/\[\]$/, "")] : undefined), root)
 
 const warning = (path: string, subject: string, consequence: string): ManifestWarning => ({
   code: "W-RUN-001",
@@ -44,19 +35,29 @@ export const notActedOnWarnings = (blocks: Blocks, transport: "http" | "process"
       "this runtime drives a model only through a 'transport: http' driver artifact, so the capsule cannot run here"
     ))
   }
-  for (const [block, key] of INERT_KEYS) {
-    const declared = blocks[block] as Readonly<Record<string, unknown>> | undefined
-    if (declared?.[key] !== undefined) {
-      const path = `${block}.${key}`
-      warnings.push(warning(path, path, "it was validated and has no effect when this runtime runs the capsule"))
+  const artifactList = Array.isArray(blocks["artifacts"]) ? blocks["artifacts"] as ReadonlyArray<Readonly<Record<string, unknown>> | null> : []
+  for (const [path, consequence] of warnedRoots()) {
+    const entryKey = path.startsWith(ENTRY_PREFIX) ? path.slice(ENTRY_PREFIX.length) : undefined
+    if (entryKey === undefined) {
+      if (valueAt(blocks, path.split(".")) !== undefined) warnings.push(warning(path, path, consequence))
+      continue
     }
+    artifactList.forEach((artifact, index) => {
+      if (artifact === null || artifact["runtime"] === "hook") return
+      const key = entryKey.replace(/\[\]$/, "")
+      if (valueAt(artifact["capabilities"], key.split(".")) === undefined) return
+      warnings.push({
+        code: "W-SEC-008",
+        message: `artifact '${String(artifact["name"])}' declares capabilities.${key}, which ${consequence}`,
+        path: `artifacts[${index}].capabilities.${key}`
+      })
+    })
   }
   const lifecycle = blocks["lifecycle"] as Readonly<Record<string, unknown>> | undefined
   if (lifecycle?.["conversation"] === "threaded") {
     warnings.push(warning("lifecycle.conversation", "lifecycle.conversation: threaded", "every task starts a fresh conversation, as under 'stateless'"))
   }
-  const artifacts = Array.isArray(blocks["artifacts"]) ? blocks["artifacts"] as ReadonlyArray<Readonly<Record<string, unknown>> | null> : []
-  artifacts.forEach((artifact, index) => {
+  artifactList.forEach((artifact, index) => {
     if (artifact?.["runtime"] === "hook") {
       warnings.push(warning(`artifacts[${index}]`, `runtime: hook (artifact '${String(artifact["name"])}')`, "hooks are not run, so the capsule runs without it"))
     }

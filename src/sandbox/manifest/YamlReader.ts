@@ -155,12 +155,13 @@ export const optVariant = <const V extends string>(variants: ReadonlyArray<V>): 
   return fail(ctx, node, `${path === "" ? "" : `${path}: `}unknown variant \`${text}\`, expected ${expectedVariants(variants)}`)
 }
 
-export const list = <A>(item: Reader<A>): Reader<ReadonlyArray<A> | undefined> => (ctx, input, path) => {
-  const node = deref(ctx, input)
-  if (node === undefined || isNull(node)) return undefined
-  if (!isSeq(node)) return typeError(ctx, node, path, "a sequence")
-  return node.items.map((entry, index) => item(ctx, entry as Input, `${path}[${index}]`))
-}
+export const list = <A>(item: Reader<A>): Reader<ReadonlyArray<A> | undefined> =>
+  withShape((ctx, input, path) => {
+    const node = deref(ctx, input)
+    if (node === undefined || isNull(node)) return undefined
+    if (!isSeq(node)) return typeError(ctx, node, path, "a sequence")
+    return node.items.map((entry, index) => item(ctx, entry as Input, `${path}[${index}]`))
+  }, { item })
 
 /** The key of a mapping entry as a string (serde compares keys by their text). */
 export const keyText = (ctx: ReadContext, key: unknown): string => {
@@ -197,17 +198,31 @@ const decodeFields = <S extends Spec>(
   return out as Decoded<S>
 }
 
-/** A mapping read field by field; absent or null reads as `undefined`. */
-export const block = <S extends Spec>(spec: S): Reader<Decoded<S> | undefined> => (ctx, input, path) => {
-  const node = deref(ctx, input)
-  if (node === undefined || isNull(node)) return undefined
-  if (!isMap(node)) return typeError(ctx, node, path, "a mapping")
-  return decodeFields(ctx, spec, entries(ctx, node), path)
+/**
+ * What a reader reads beneath itself, so the whole key tree can be walked without a document
+ * (every key must be acted on or warned: ./ManifestKeys.ts).
+ */
+export interface Shape {
+  readonly fields?: Spec
+  readonly item?: Reader<unknown>
 }
 
+export const shapeOf = (reader: Reader<unknown>): Shape => reader as Shape
+
+const withShape = <R extends Reader<any>>(reader: R, shape: Shape): R => Object.assign(reader, shape)
+
+/** A mapping read field by field; absent or null reads as `undefined`. */
+export const block = <S extends Spec>(spec: S): Reader<Decoded<S> | undefined> =>
+  withShape((ctx, input, path) => {
+    const node = deref(ctx, input)
+    if (node === undefined || isNull(node)) return undefined
+    if (!isMap(node)) return typeError(ctx, node, path, "a mapping")
+    return decodeFields(ctx, spec, entries(ctx, node), path)
+  }, { fields: spec })
+
 /** A mapping inside a list: a null entry reads as a mapping with every field absent. */
-export const blockItem = <S extends Spec>(spec: S): Reader<Decoded<S>> => (ctx, input, path) =>
-  block(spec)(ctx, input, path) ?? decodeFields(ctx, spec, [], path)
+export const blockItem = <S extends Spec>(spec: S): Reader<Decoded<S>> =>
+  withShape((ctx, input, path) => block(spec)(ctx, input, path) ?? decodeFields(ctx, spec, [], path), { fields: spec })
 
 /** A key whose mere presence matters (`config:` with nothing under it is still declared). */
 export const present: Reader<{ readonly node: Node | null } | undefined> = (_ctx, input) =>

@@ -1,0 +1,192 @@
+/**
+ * Every key of the 0.3 manifest and what this runtime does with it: `enforced` (with where), or
+ * `warned` (`W-RUN-001` when declared capsule-wide, `W-SEC-008` on an artifact entry where the
+ * reference leaves it inert), or `refused`. test/sandbox/ManifestKeys.test.ts walks the reader's
+ * whole key tree against this table, so a key added to a reader without a line here fails the
+ * suite: nothing is accepted silently.
+ */
+export type Disposition =
+  | { readonly kind: "enforced"; readonly by: string }
+  | { readonly kind: "warned"; readonly consequence: string }
+  | { readonly kind: "refused"; readonly by: string }
+
+const enforced = (by: string): Disposition => ({ kind: "enforced", by })
+const warned = (consequence: string): Disposition => ({ kind: "warned", consequence })
+const refused = (by: string): Disposition => ({ kind: "refused", by })
+
+const NO_EFFECT = "it was validated and has no effect when this runtime runs the capsule"
+const INERT_ON_ENTRY = "is inert on an artifact entry: the grant applies capsule-wide only"
+
+/** Keys of the `capabilities:` block on an artifact entry, relative to `artifacts[].capabilities`. */
+const ENTRY_CAPABILITIES: Readonly<Record<string, Disposition>> = {
+  "": enforced("src/sandbox/Grants.ts (toolGrant)"),
+  "network": enforced("src/sandbox/Grants.ts (toolGrant narrows the ceiling)"),
+  "network.allow[]": enforced("src/sandbox/NetworkPolicy.ts (narrow)"),
+  "network.unix_sockets": warned(INERT_ON_ENTRY),
+  "peer_fetch": warned(INERT_ON_ENTRY),
+  "peer_fetch.allow[]": warned(INERT_ON_ENTRY),
+  "filesystem": enforced("src/sandbox/Grants.ts (toolGrant)"),
+  "filesystem.scope": enforced("src/sandbox/Grants.ts (the entry's preopen)"),
+  "filesystem.workdir_exec": warned(INERT_ON_ENTRY),
+  "filesystem.read_only[]": warned(INERT_ON_ENTRY),
+  "shell": warned(INERT_ON_ENTRY),
+  "spawn": warned(INERT_ON_ENTRY),
+  "env": warned(INERT_ON_ENTRY),
+  "limits": warned(INERT_ON_ENTRY),
+  "resources": warned(INERT_ON_ENTRY),
+  "state": warned("the per-artifact state preopen is not given by this runtime"),
+  "task_io": refused("src/sandbox/manifest/ArtifactEntry.ts (hook entries only; hooks warn)"),
+  "conversation": refused("src/sandbox/manifest/ArtifactEntry.ts (hook entries only; hooks warn)"),
+  "plan": warned(INERT_ON_ENTRY),
+  "containment": warned(INERT_ON_ENTRY)
+}
+
+/** Capsule-wide keys, relative to `capabilities`. */
+const CAPABILITIES: Readonly<Record<string, Disposition>> = {
+  "": enforced("src/sandbox/Grants.ts"),
+  "network": enforced("src/sandbox/Grants.ts"),
+  "network.allow[]": enforced("src/sandbox/worker/WasiImports.ts (wasi:http allowlist), src/sandbox/PeerMessage.ts"),
+  "network.unix_sockets": enforced("src/sandbox/containment (seccomp refuses AF_UNIX unless true)"),
+  "peer_fetch": warned("the runtime tool fetch-peer-file is not offered by this runtime yet"),
+  "peer_fetch.allow[]": warned("the runtime tool fetch-peer-file is not offered by this runtime yet"),
+  "filesystem": enforced("src/sandbox/Grants.ts"),
+  "filesystem.scope": enforced("src/sandbox/manifest/Capabilities.ts (validated and reported; capsule-wide it narrows no preopen, as in the reference)"),
+  "filesystem.workdir_exec": enforced("src/sandbox/containment (exec in the workdir; caps containment at advisory)"),
+  "filesystem.read_only[]": enforced("src/sandbox/worker (guest filesystem), src/sandbox/containment (read-only binds for the shell)"),
+  "shell": enforced("src/services/Shell.ts"),
+  "shell.allow[]": enforced("src/services/Shell.ts"),
+  "shell.strip_env[]": enforced("src/sandbox/EnvGrant.ts"),
+  "shell.baseline_env[]": enforced("src/sandbox/ShellGrant.ts"),
+  "shell.interpreter_runtime[]": enforced("src/sandbox/containment (read-only dirs for that binary)"),
+  "shell.interpreter_runtime[].binary": enforced("src/sandbox/containment"),
+  "shell.interpreter_runtime[].dirs[]": enforced("src/sandbox/containment"),
+  "shell.interpreter_runtime[].dirs[].path": enforced("src/sandbox/containment"),
+  "shell.interpreter_runtime[].dirs[].list_dir": enforced("src/sandbox/containment"),
+  "shell.staged_runtime[]": enforced("src/sandbox/containment (bound into the sealed root; E-CAP-004 without the sealed floor)"),
+  "shell.staged_runtime[].binary": enforced("src/sandbox/containment"),
+  "shell.staged_runtime[].source_path": enforced("src/sandbox/containment"),
+  "shell.staged_runtime[].pin": enforced("src/sandbox/manifest/Capabilities.ts (required, non-empty)"),
+  "spawn": warned("delegate-task is not offered by this runtime yet, so no capsule is started"),
+  "spawn.allow[]": warned("delegate-task is not offered by this runtime yet, so no capsule is started"),
+  "env": enforced("src/sandbox/EnvGrant.ts"),
+  "env.allow[]": enforced("src/sandbox/EnvGrant.ts"),
+  "limits": enforced("src/sandbox/MemoryCap.ts, src/sandbox/Sandbox.ts"),
+  "limits.memory_bytes": enforced("src/sandbox/MemoryCap.ts"),
+  "limits.table_elements": enforced("src/sandbox/MemoryCap.ts"),
+  "limits.instances": enforced("src/sandbox/Sandbox.ts"),
+  "limits.deadline_seconds": enforced("src/sandbox/Sandbox.ts"),
+  "resources": enforced("src/sandbox/containment (rlimits under the sealed tier; a launch warning without it)"),
+  "resources.max_processes": enforced("src/sandbox/containment (RLIMIT_NPROC)"),
+  "resources.max_open_files": enforced("src/sandbox/containment (RLIMIT_NOFILE)"),
+  "resources.max_file_size_bytes": enforced("src/sandbox/containment (RLIMIT_FSIZE)"),
+  "resources.cpu_seconds": enforced("src/sandbox/containment (RLIMIT_CPU)"),
+  "resources.memory_bytes": enforced("src/sandbox/containment (RLIMIT_AS)"),
+  "resources.cgroup_memory_bytes": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_pids_max": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_cpu_percent": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_io_bytes_per_sec": warned("cgroup limits are not applied by this runtime"),
+  "resources.workdir_max_bytes": warned("the workdir size is not watched by this runtime"),
+  "state": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
+  "state.store": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
+  "task_io": refused("src/sandbox/Manifest.ts (per-hook only)"),
+  "task_io.read": refused("src/sandbox/Manifest.ts (per-hook only)"),
+  "conversation": warned("conversation.read is a per-hook grant, and hooks are not run"),
+  "conversation.read": warned("conversation.read is a per-hook grant, and hooks are not run"),
+  "plan": warned("the runtime tool submit-plan is not offered by this runtime yet"),
+  "plan.submit": warned("the runtime tool submit-plan is not offered by this runtime yet"),
+  "containment": enforced("src/sandbox/containment/ContainmentDecision.ts (E-CAP-003)")
+}
+
+const prefixed = (prefix: string, table: Readonly<Record<string, Disposition>>) =>
+  Object.fromEntries(Object.entries(table).map(([key, value]) => [key === "" ? prefix : `${prefix}.${key}`, value]))
+
+export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
+  "name": enforced("src/sandbox/Manifest.ts"),
+  "version": enforced("src/sandbox/Manifest.ts"),
+  "mur_version": enforced("src/sandbox/manifest/UnknownKeys.ts (W-SEC-019 on a mismatch)"),
+  "config": refused("src/sandbox/Manifest.ts (per artifact only)"),
+  "artifacts[]": enforced("src/sandbox/CapsuleProject.ts"),
+  "artifacts[].name": enforced("src/sandbox/manifest/ArtifactEntry.ts"),
+  "artifacts[].version": enforced("src/sandbox/Lockfile.ts"),
+  "artifacts[].runtime": enforced("src/sandbox/manifest/ArtifactEntry.ts (hooks warn: not run)"),
+  "artifacts[].source": enforced("src/sandbox/CapsuleProject.ts"),
+  "artifacts[].local_source": enforced("src/sandbox/manifest/ArtifactEntry.ts"),
+  "artifacts[].prompt_payload": enforced("src/sandbox/manifest/Inference.ts"),
+  "artifacts[].on_overflow": refused("src/sandbox/manifest/ArtifactEntry.ts (hooks only; hooks warn: not run)"),
+  "artifacts[].config": enforced("src/sandbox/EnvGrant.ts (MURMUR_ARTIFACT_CONFIG)"),
+  ...prefixed("artifacts[].capabilities", ENTRY_CAPABILITIES),
+  ...prefixed("capabilities", CAPABILITIES),
+  "inference": enforced("src/agent/AgentLaunch.ts"),
+  "inference.transport": enforced("src/sandbox/manifest/NotActedOn.ts (process: warned, cannot run here)"),
+  "inference.endpoint": enforced("src/agent/DriverAccess.ts"),
+  "inference.model": enforced("src/agent/AgentLaunch.ts"),
+  "inference.api_key": enforced("src/agent/DriverAccess.ts"),
+  "inference.command": refused("src/sandbox/manifest/Inference.ts (process transport only; that transport warns)"),
+  "inference.system_prompt": enforced("src/agent/AgentLaunch.ts"),
+  "inference.system_prompt_file": enforced("src/agent/AgentLaunch.ts"),
+  "inference.system_prompt_artifact": enforced("src/agent/AgentLaunch.ts"),
+  "inference.driver": enforced("src/agent/AgentLaunch.ts"),
+  "inference.driver.artifact": enforced("src/agent/AgentLaunch.ts"),
+  "inference.driver.config": enforced("src/agent/AgentLaunch.ts (MURMUR_INFERENCE_DRIVER_CONFIG)"),
+  "inference.provider": enforced("src/sandbox/manifest/Inference.ts (alias of driver)"),
+  "inference.provider.artifact": enforced("src/sandbox/manifest/Inference.ts (alias of driver)"),
+  "inference.provider.config": enforced("src/sandbox/manifest/Inference.ts (alias of driver)"),
+  "inference.compaction": warned(NO_EFFECT),
+  "inference.compaction.threshold": warned(NO_EFFECT),
+  "inference.compaction.model": warned(NO_EFFECT),
+  "inference.compaction.system_prompt": warned(NO_EFFECT),
+  "inference.compaction.system_prompt_file": warned(NO_EFFECT),
+  "inference.compaction.dump_summaries": warned(NO_EFFECT),
+  "inference.max_turns": enforced("src/agent/AgentLoop.ts"),
+  "inference.max_task_reopens": refused("src/sandbox/manifest/Inference.ts (moved to lifecycle.max_task_reopens in 0.3)"),
+  "inference.max_tokens": enforced("src/agent/AgentLoop.ts (the driver request's max_tokens)"),
+  "inference.max_session_tokens": warned(NO_EFFECT),
+  "context": enforced("src/sandbox/manifest/SessionBlocks.ts"),
+  "context.max_tokens": warned("compaction is not run by this runtime, so the budget only shows in MURMUR.md"),
+  "context.record": warned(NO_EFFECT),
+  "context.record_store": warned(NO_EFFECT),
+  "context.seed_budget": warned(NO_EFFECT),
+  "context.seed_overflow_margin": warned(NO_EFFECT),
+  "context.retain": warned(NO_EFFECT),
+  "observability": enforced("src/sandbox/manifest/SessionBlocks.ts"),
+  "observability.otel_endpoint": warned("no OpenTelemetry export is made by this runtime yet"),
+  "observability.eval": warned(NO_EFFECT),
+  "observability.eval.dataset_id": warned(NO_EFFECT),
+  "observability.eval.scorers[]": warned(NO_EFFECT),
+  "trace": enforced("src/services/Trace.ts"),
+  "trace.capture": enforced("src/services/Trace.ts"),
+  "trace.include_tool_output": enforced("src/sandbox/manifest/SessionBlocks.ts (retired alias of capture, warned)"),
+  "trace.retain": warned(NO_EFFECT),
+  "network": enforced("src/sandbox/manifest/SessionBlocks.ts"),
+  "network.internal_port": warned("the door binds --port (default: any free port) instead"),
+  "lifecycle": enforced("src/sandbox/manifest/Lifecycle.ts"),
+  "lifecycle.task_acceptance": enforced("src/services/TaskRegistry.ts"),
+  "lifecycle.after_task": enforced("src/cli/AgentRun.ts"),
+  "lifecycle.queue_depth": enforced("src/services/TaskRegistry.ts"),
+  "lifecycle.input_timeout_secs": enforced("src/agent/AgentLoop.ts"),
+  "lifecycle.conversation": enforced("src/sandbox/manifest/NotActedOn.ts (threaded: warned, runs as stateless)"),
+  "lifecycle.max_task_reopens": warned(NO_EFFECT),
+  "lifecycle.shell_grace_secs": enforced("src/services/Shell.ts (detached work)"),
+  "lifecycle.delegation_deadline_secs": warned("delegate-task is not offered by this runtime yet, so no delegation has a deadline"),
+  "exports": enforced("src/sandbox/manifest/Retention.ts"),
+  "exports.files": warned(NO_EFFECT),
+  "exports.files.root": warned(NO_EFFECT),
+  "exports.files.mode": warned(NO_EFFECT),
+  "exports.files.max_bytes": warned(NO_EFFECT),
+  "exports.peer_files": warned(NO_EFFECT),
+  "exports.peer_files.root": warned(NO_EFFECT),
+  "exports.peer_files.max_ttl": warned(NO_EFFECT),
+  "exports.peer_files.max_bytes": warned(NO_EFFECT)
+}
+
+/** The declared keys that earn a warning: a warned key whose parent is not itself warned (one line per block, not per field). */
+export const warnedRoots = (): ReadonlyArray<readonly [string, string]> => {
+  const out: Array<readonly [string, string]> = []
+  for (const [path, disposition] of Object.entries(MANIFEST_KEYS)) {
+    if (disposition.kind !== "warned") continue
+    const parent = path.slice(0, Math.max(0, path.lastIndexOf(".")))
+    if (MANIFEST_KEYS[parent]?.kind === "warned") continue
+    out.push([path, disposition.consequence])
+  }
+  return out
+}
