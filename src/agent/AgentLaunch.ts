@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { artifactData, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
 import { type ContainmentDecision, containmentFor } from "../sandbox/containment/ContainmentDecision.js"
+import { type ShellContainment, shellContainment } from "../sandbox/containment/ShellContainment.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
 import { type GrantContext, toolGrant } from "../sandbox/Grants.js"
 import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
@@ -54,7 +55,13 @@ export interface PreparedAgent {
   /** The manifest's resolved prompt alone, before the `[Capsule]` block (`system_prompt_sha256` hashes it). */
   readonly systemPromptText: string | undefined
   readonly systemPromptSource: "manifest" | "none"
-  readonly shell: { readonly allow: ReadonlyArray<string>; readonly baselineEnv: ReadonlyArray<string>; readonly stripPatterns: ReadonlyArray<string> }
+  readonly shell: {
+    readonly allow: ReadonlyArray<string>
+    readonly baselineEnv: ReadonlyArray<string>
+    readonly stripPatterns: ReadonlyArray<string>
+    /** What each command runs under (from `containment.host` and the manifest). */
+    readonly containment: ShellContainment
+  }
   /** Inference + identity variables for tools and the shell (never the API key). */
   readonly runtimeVars: Readonly<Record<string, string>>
   readonly hostEnv: Readonly<Record<string, string | undefined>>
@@ -138,7 +145,12 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       prompt = skills[entry.name] ?? readText(join(artifactLocation(project.directory, entry), "skill.md"))
     }
     const shellCaps = manifest.capabilities.shell
-    const shell = { allow: shellCaps?.allow ?? [], baselineEnv: shellCaps?.baselineEnv ?? [], stripPatterns: shellCaps?.stripEnv ?? [] }
+    const shell = {
+      allow: shellCaps?.allow ?? [],
+      baselineEnv: shellCaps?.baselineEnv ?? [],
+      stripPatterns: shellCaps?.stripEnv ?? [],
+      containment: shellContainment(containment.host, manifest.capabilities, options.hostEnv["PATH"])
+    }
     return {
       project,
       sessionId: options.sessionId,

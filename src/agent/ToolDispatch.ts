@@ -85,7 +85,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         baselineEnv: env.prepared.shell.baselineEnv,
         stripPatterns: env.prepared.shell.stripPatterns,
         runtimeVars: env.prepared.runtimeVars,
-        graceSeconds: env.prepared.lifecycle.shellGraceSecs
+        graceSeconds: env.prepared.lifecycle.shellGraceSecs,
+        containment: env.prepared.shell.containment
       }))
       if (Either.isLeft(outcome)) return yield* toolCallLine(outcome.left.toolResult)
       const done = outcome.right

@@ -19,7 +19,9 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdir, writeFile } from "node:fs/promises"
 import { join } from "node:path"
+import type { Writable } from "node:stream"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
+import { type CommandLine, containedCommand, type ShellContainment } from "../sandbox/containment/ShellContainment.js"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
 import {
   argvFor,
@@ -66,6 +68,8 @@ export interface ShellRequest {
   readonly runtimeVars: Readonly<Record<string, string>>
   /** `lifecycle.shell_grace_secs`; absent = never detach (no task in scope to receive a completion). */
   readonly graceSeconds?: number | undefined
+  /** OS containment (src/sandbox/containment/ShellContainment.ts); absent = a plain spawn. */
+  readonly containment?: ShellContainment | undefined
 }
 
 export interface DetachedInfo {
@@ -124,14 +128,21 @@ interface Running {
   readonly closed: Deferred.Deferred<number>
 }
 
-const spawnChild = (binary: string, argv: ReadonlyArray<string>, env: Record<string, string>, cwd: string) =>
+const spawnChild = (binary: string, line: CommandLine, env: Record<string, string>, cwd: string) =>
   Effect.async<Running, ShellError>((resume) => {
     let proc: ChildProcess
     try {
-      proc = spawn(binary, argv, { cwd, env, shell: false, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+      const stdio: Array<"ignore" | "pipe"> = ["ignore", "pipe", "pipe", ...line.fds.map(() => "pipe" as const)]
+      proc = spawn(line.file, line.args, { cwd, env, shell: false, detached: true, stdio })
     } catch (error) {
       return resume(Effect.fail(new ShellError({ reason: "Spawn", binary, message: (error as Error).message })))
     }
+    // Data fds (bwrap's launcher copy, the seccomp program): written whole, then closed.
+    line.fds.forEach((data, index) => {
+      const stream = proc.stdio[3 + index] as Writable | null
+      stream?.on("error", () => {})
+      stream?.end(data)
+    })
     const exited = Deferred.unsafeMake<void>(FiberId.none)
     const closed = Deferred.unsafeMake<number>(FiberId.none)
     const running: Running = { proc, pid: proc.pid ?? -1, startedAt: performance.now(), stdout: [], stderr: [], exited, closed }
@@ -276,7 +287,19 @@ const makeShell = (config: ShellConfig) =>
 
       return yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          const running = yield* spawnChild(request.binary, argv, env, request.workdir)
+          const line = request.containment === undefined
+            ? { file: request.binary, args: argv, fds: [] }
+            : containedCommand(request.containment, {
+              binary: request.binary,
+              argv,
+              workdir: request.workdir,
+              allow: request.allow,
+              path: env.PATH
+            })
+          if (line === undefined) {
+            return yield* new ShellError({ reason: "Spawn", binary: request.binary, message: `spawn ${request.binary} ENOENT` })
+          }
+          const running = yield* spawnChild(request.binary, line, env, request.workdir)
           const foreground = graceMs === undefined
             ? Effect.asSome(Deferred.await(running.closed))
             : Deferred.await(running.exited).pipe(

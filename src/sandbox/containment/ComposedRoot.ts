@@ -1,0 +1,114 @@
+/**
+ * The composed root of the sealed tier, as bubblewrap arguments: every file the command may
+ * execute or load (the allowlisted binaries, a script's `#!` interpreter, their ELF loader and
+ * shared-library closure from `ldd`, cached per binary) bound read-only at its host path, with
+ * every symlink on the way reproduced as a symlink so that `PATH` lookups, `/bin -> usr/bin` and
+ * `/lib64/ld-linux-x86-64.so.2` resolve as on the host. Nothing else of the host is present.
+ */
+import { execFileSync } from "node:child_process"
+import { closeSync, existsSync, lstatSync, openSync, readlinkSync, readSync } from "node:fs"
+import { dirname, join, resolve } from "node:path"
+
+const MAX_LINKS = 40
+
+/** Collects bwrap mount arguments for host paths, each path made present once. */
+export class RootBuilder {
+  readonly args: Array<string> = []
+  private readonly present = new Set<string>()
+
+  /** Adds `path` (absolute) as on the host; `false` when it does not exist. */
+  add(path: string, mode: "ro" | "rw" = "ro"): boolean {
+    return this.walk(resolve(path), mode, 0)
+  }
+
+  /** Raw arguments (`--tmpfs /tmp`, …), kept in order with the binds. */
+  push(...args: ReadonlyArray<string>): void {
+    this.args.push(...args)
+  }
+
+  private walk(path: string, mode: "ro" | "rw", links: number): boolean {
+    if (links > MAX_LINKS) return false
+    const parts = path.split("/").filter((part) => part !== "")
+    let current = "/"
+    for (let index = 0; index < parts.length; index++) {
+      const next = join(current, parts[index]!)
+      let stat
+      try {
+        stat = lstatSync(next)
+      } catch {
+        return false
+      }
+      if (stat.isSymbolicLink()) {
+        const target = readlinkSync(next)
+        if (!this.present.has(next)) {
+          this.present.add(next)
+          this.args.push("--symlink", target, next)
+        }
+        return this.walk(join(resolve(dirname(next), target), ...parts.slice(index + 1)), mode, links + 1)
+      }
+      current = next
+    }
+    const key = `${mode}:${current}`
+    if (!this.present.has(key)) {
+      this.present.add(key)
+      this.args.push(mode === "ro" ? "--ro-bind" : "--bind", current, current)
+    }
+    return true
+  }
+}
+
+const closures = new Map<string, ReadonlyArray<string>>()
+
+/** The loader and shared libraries `ldd` lists for `binary` (none for a static binary or a script). */
+export const libraryClosure = (binary: string): ReadonlyArray<string> => {
+  const known = closures.get(binary)
+  if (known !== undefined) return known
+  let output = ""
+  try {
+    output = execFileSync("ldd", [binary], { encoding: "utf8", env: { LC_ALL: "C", PATH: "/usr/bin:/bin:/usr/sbin:/sbin" }, stdio: ["ignore", "pipe", "ignore"], timeout: 10_000 })
+  } catch {
+    // "not a dynamic executable"
+  }
+  const paths: Array<string> = []
+  for (const line of output.split("\n")) {
+    const match = /=>\s+(\/\S+)/u.exec(line) ?? /^\s*(\/\S+)\s+\(/u.exec(line)
+    if (match !== null) paths.push(match[1]!)
+  }
+  closures.set(binary, paths)
+  return paths
+}
+
+/** The interpreter of a `#!` script, else undefined. */
+export const shebangInterpreter = (path: string): string | undefined => {
+  let fd: number | undefined
+  try {
+    fd = openSync(path, "r")
+    const head = Buffer.alloc(256)
+    const read = readSync(fd, head, 0, head.length, 0)
+    const text = head.subarray(0, read).toString("latin1")
+    if (!text.startsWith("#!")) return undefined
+    const interpreter = text.slice(2).split("\n")[0]!.trim().split(/\s+/u)[0]
+    return interpreter !== undefined && interpreter.startsWith("/") ? interpreter : undefined
+  } catch {
+    return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** Adds an executable, its `#!` interpreter (one level) and their library closures. */
+export const addExecutable = (root: RootBuilder, path: string): boolean => {
+  if (!root.add(path)) return false
+  const interpreter = shebangInterpreter(path)
+  const programs = interpreter === undefined ? [path] : [path, interpreter]
+  if (interpreter !== undefined) root.add(interpreter)
+  for (const program of programs) {
+    for (const library of libraryClosure(program)) root.add(library)
+  }
+  return true
+}
+
+/** The dynamic loader's cache, so libraries outside the default dirs resolve as on the host. */
+export const addLoaderCache = (root: RootBuilder): void => {
+  if (existsSync("/etc/ld.so.cache")) root.add("/etc/ld.so.cache")
+}

@@ -1,0 +1,275 @@
+/**
+ * OS containment of one shell-grant command: what the launch decides (`shellContainment`, from the
+ * host probe and the manifest), the program line a command runs under (`containedCommand`), and
+ * what that line really applies (`appliedContainment`), so a trace never claims more than ran.
+ *
+ * Sealed: `prlimit <rlimits> -- bwrap <namespaces, composed root> -- /.murmur-exec <seccomp fd>
+ * <noexec mounts> -- <program> <argv>`. Every namespace is unshared (network included: nothing
+ * enforces `network.allow` for subprocesses, so they get none), the root holds only the allowlisted
+ * binaries and their library closure read-only, the workdir read-write at its host path, the
+ * `filesystem.read_only` subtrees read-only over it, a private `/tmp`, `/proc` (own pid namespace)
+ * and a minimal `/dev`; the root itself is read-only. bwrap's `--die-with-parent` plus the pid
+ * namespace take the whole tree down when the runtime dies. The launcher (./ExecLauncher.ts)
+ * remounts the writable mounts noexec, drops capabilities, sets no_new_privs and loads the seccomp
+ * program (./Seccomp.ts).
+ *
+ * Advisory: `prlimit <rlimits> -- setpriv --pdeathsig KILL -- <binary> <argv>`: limits and death
+ * with the runtime, nothing else.
+ */
+import { accessSync, constants, existsSync, realpathSync, statSync } from "node:fs"
+import { delimiter, isAbsolute, join, relative, resolve } from "node:path"
+import type { Capabilities, ResourceCapabilities, ShellCapabilities } from "../manifest/Capabilities.js"
+import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
+import { LAUNCHER_ARCHES, LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
+import type { HostTier } from "./HostProbe.js"
+import { liveProcessCount, prlimitArgs, rlimitsFor } from "./Resources.js"
+import { seccompProgram } from "./Seccomp.js"
+
+export interface SealedShell {
+  readonly tier: "sealed"
+  readonly bwrap: string
+  /** util-linux `prlimit`; absent: no rlimits. */
+  readonly prlimit: string | undefined
+  /** `filesystem.read_only`, workdir-relative. */
+  readonly readOnly: ReadonlyArray<string>
+  readonly workdirExec: boolean
+  readonly unixSockets: boolean
+  readonly resources: ResourceCapabilities
+  readonly interpreterRuntime: (typeof ShellCapabilities.Type)["interpreterRuntime"]
+  readonly stagedRuntime: (typeof ShellCapabilities.Type)["stagedRuntime"]
+}
+
+export interface AdvisoryShell {
+  readonly tier: "advisory"
+  /** Why the host gives no more. */
+  readonly reason: string
+  readonly prlimit: string | undefined
+  /** util-linux `setpriv` (for `--pdeathsig`); absent: a command outlives a killed runtime. */
+  readonly setpriv: string | undefined
+  readonly resources: ResourceCapabilities
+}
+
+export type ShellContainment = SealedShell | AdvisoryShell
+
+/** The mechanisms a command line applies. */
+export type Mechanism =
+  | "rlimits"
+  | "pdeathsig"
+  | "namespaces"
+  | "network-unshared"
+  | "composed-root"
+  | "private-tmp-proc-dev"
+  | "die-with-parent"
+  | "new-session"
+  | "capabilities-dropped"
+  | "no-new-privs"
+  | "seccomp"
+  | "noexec-scratch"
+  | "noexec-workdir"
+
+const HELPER_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+
+const helper = (name: string, path: string | undefined): string | undefined => {
+  for (const dir of [...(path ?? "").split(delimiter), ...HELPER_DIRS]) {
+    if (!isAbsolute(dir)) continue
+    const candidate = join(dir, name)
+    try {
+      accessSync(candidate, constants.X_OK)
+      return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+/**
+ * What the shell of a capsule runs under on this host: sealed when the probe says bwrap works and
+ * the launcher is built for this CPU, else advisory with the reason. `path` is the host's `PATH`.
+ */
+export const shellContainment = (
+  host: HostTier,
+  capabilities: Capabilities | undefined,
+  path: string | undefined,
+  arch: string = process.arch
+): ShellContainment => {
+  const resources = capabilities?.resources ?? {}
+  const prlimit = helper("prlimit", path)
+  if (host.tier === "sealed" && !LAUNCHER_ARCHES.includes(arch)) {
+    return {
+      tier: "advisory",
+      reason: `the sealed shell's launcher and seccomp program are built for x86_64 only (this host is ${arch})`,
+      prlimit,
+      setpriv: helper("setpriv", path),
+      resources
+    }
+  }
+  if (host.tier === "advisory") return { tier: "advisory", reason: host.reason, prlimit, setpriv: helper("setpriv", path), resources }
+  return {
+    tier: "sealed",
+    bwrap: host.bwrap,
+    prlimit,
+    readOnly: capabilities?.filesystem?.readOnly ?? [],
+    workdirExec: capabilities?.filesystem?.workdirExec ?? false,
+    unixSockets: capabilities?.network?.unixSockets ?? false,
+    resources,
+    interpreterRuntime: capabilities?.shell?.interpreterRuntime ?? [],
+    stagedRuntime: capabilities?.shell?.stagedRuntime ?? []
+  }
+}
+
+/** Everything `containment` puts in place for each command, in a stable order. */
+export const appliedContainment = (containment: ShellContainment): ReadonlyArray<Mechanism> => {
+  const rlimits: Array<Mechanism> = containment.prlimit === undefined ? [] : ["rlimits"]
+  if (containment.tier === "advisory") return [...rlimits, ...(containment.setpriv === undefined ? [] : ["pdeathsig" as const])]
+  return [
+    ...rlimits,
+    "namespaces",
+    "network-unshared",
+    "composed-root",
+    "private-tmp-proc-dev",
+    "die-with-parent",
+    "new-session",
+    "capabilities-dropped",
+    "no-new-privs",
+    "seccomp",
+    "noexec-scratch",
+    ...(containment.workdirExec ? [] : ["noexec-workdir" as const])
+  ]
+}
+
+/** Sealed in full: the sealed tier with rlimits and a noexec workdir (`workdir_exec` caps it). */
+export const sealedAchieved = (containment: ShellContainment): boolean =>
+  containment.tier === "sealed" && containment.prlimit !== undefined && !containment.workdirExec
+
+/** The program line of one command; `fds[i]` is written to the child's fd `3 + i`, then closed. */
+export interface CommandLine {
+  readonly file: string
+  readonly args: ReadonlyArray<string>
+  readonly fds: ReadonlyArray<Buffer>
+}
+
+export interface CommandInput {
+  /** The binary as named in `shell.allow`. */
+  readonly binary: string
+  readonly argv: ReadonlyArray<string>
+  /** Absolute path of the accessible workdir. */
+  readonly workdir: string
+  readonly allow: ReadonlyArray<string>
+  /** The command environment's `PATH`. */
+  readonly path: string | undefined
+}
+
+/** Where `name` is found on `path`, unresolved (a symlink stays a symlink), else undefined. */
+export const locate = (name: string, path: string | undefined): string | undefined => {
+  if (name.includes("/")) return isAbsolute(name) && existsSync(name) ? name : undefined
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (!isAbsolute(dir)) continue
+    const candidate = join(dir, name)
+    try {
+      accessSync(candidate, constants.X_OK)
+      if (statSync(candidate).isFile()) return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+const inside = (root: string, path: string) => {
+  const rel = relative(root, path)
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel))
+}
+
+/** The sealed command line; `undefined` when the binary is not on `PATH`. */
+const sealedLine = (containment: SealedShell, input: CommandInput, uid: number): CommandLine | undefined => {
+  const program = locate(input.binary, input.path)
+  if (program === undefined) return undefined
+  const workdir = resolve(input.workdir)
+  const root = new RootBuilder()
+  root.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+  addExecutable(root, program)
+  for (const name of input.allow) {
+    const other = locate(name, input.path)
+    if (other !== undefined) addExecutable(root, other)
+  }
+  for (const grant of containment.interpreterRuntime) {
+    if (grant.binary === input.binary) grant.dirs.forEach((dir) => root.add(dir.path))
+  }
+  for (const grant of containment.stagedRuntime) {
+    if (grant.binary === input.binary) root.add(grant.sourcePath)
+  }
+  addLoaderCache(root)
+  root.add(workdir, "rw")
+  const noexec = ["/tmp", "/dev"]
+  const workdirMounts = [workdir]
+  for (const entry of containment.readOnly) {
+    const target = resolve(workdir, entry)
+    if (!inside(workdir, target) || target === workdir) continue
+    let real: string | undefined
+    try {
+      real = realpathSync(target)
+    } catch {
+      real = undefined
+    }
+    if (real === undefined) root.push("--tmpfs", target, "--remount-ro", target)
+    else if (inside(realpathSync(workdir), real)) root.push("--ro-bind", real, target)
+    else continue
+    workdirMounts.push(target)
+  }
+  if (!containment.workdirExec) noexec.push(...workdirMounts)
+  root.push("--perms", "0555", "--ro-bind-data", "3", LAUNCHER_PATH)
+  root.push("--remount-ro", "/")
+  const bwrapArgs = [
+    "--unshare-all",
+    "--unshare-user",
+    "--die-with-parent",
+    "--new-session",
+    "--hostname",
+    "capsule",
+    "--cap-drop",
+    "ALL",
+    "--cap-add",
+    "CAP_SYS_ADMIN",
+    "--cap-add",
+    "CAP_SETPCAP",
+    ...root.args,
+    "--chdir",
+    input.workdir,
+    "--",
+    LAUNCHER_PATH,
+    "4",
+    ...noexec,
+    "--",
+    program,
+    ...input.argv
+  ]
+  const fds = [launcherBytes(), seccompProgram({ unixSockets: containment.unixSockets })]
+  if (containment.prlimit === undefined) return { file: containment.bwrap, args: bwrapArgs, fds }
+  const limits = rlimitsFor(containment.resources, liveProcessCount(uid))
+  return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", containment.bwrap, ...bwrapArgs], fds }
+}
+
+/** The advisory command line: rlimits and pdeathsig around the binary as today. */
+const advisoryLine = (containment: AdvisoryShell, input: CommandInput, uid: number): CommandLine => {
+  const wrapped = containment.setpriv === undefined
+    ? [input.binary, ...input.argv]
+    : [containment.setpriv, "--pdeathsig", "KILL", "--", input.binary, ...input.argv]
+  if (containment.prlimit === undefined) return { file: wrapped[0]!, args: wrapped.slice(1), fds: [] }
+  const limits = rlimitsFor(containment.resources, liveProcessCount(uid))
+  return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", ...wrapped], fds: [] }
+}
+
+/**
+ * The program line of one command under `containment`; `undefined` when the binary is not on the
+ * command's `PATH` (the caller reports that as a failed spawn, as an uncontained spawn would).
+ */
+export const containedCommand = (
+  containment: ShellContainment,
+  input: CommandInput,
+  uid: number = process.getuid?.() ?? 0
+): CommandLine | undefined => {
+  if (containment.tier === "sealed") return sealedLine(containment, input, uid)
+  if (locate(input.binary, input.path) === undefined) return undefined
+  return advisoryLine(containment, input, uid)
+}

@@ -1,0 +1,110 @@
+import { assert, describe, it } from "@effect/vitest"
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { probeHostOnce } from "../../../src/sandbox/containment/HostProbe.js"
+import {
+  appliedContainment,
+  sealedAchieved,
+  type ShellContainment,
+  shellContainment
+} from "../../../src/sandbox/containment/ShellContainment.js"
+import type { Capabilities } from "../../../src/sandbox/manifest/Capabilities.js"
+import { DetachedRegistry } from "../../../src/services/DetachedRegistry.js"
+import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/services/Shell.js"
+
+const hostPath = process.env.PATH ?? "/usr/bin:/bin"
+const host = await Effect.runPromise(probeHostOnce(hostPath))
+const sealedHost = host.tier === "sealed"
+if (!sealedHost) console.warn(`sealed-tier containment tests skipped: ${host.reason}`)
+
+const layer = Shell.layer().pipe(Layer.provideMerge(DetachedRegistry.layer))
+const workdir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "contain-"))
+  chmodSync(dir, 0o755)
+  return dir
+}
+
+const caps = (extra: Partial<Capabilities> = {}): Capabilities => ({ ...extra }) as Capabilities
+
+const sealed = (extra: Partial<Capabilities> = {}): ShellContainment => shellContainment(host, caps(extra), hostPath)
+
+const request = (dir: string, binary: string, command: string, containment: ShellContainment, allow: ReadonlyArray<string> = [binary]): ShellRequest => ({
+  binary,
+  command,
+  workdir: dir,
+  allow,
+  hostEnv: { PATH: hostPath },
+  baselineEnv: [],
+  stripPatterns: [],
+  runtimeVars: {},
+  containment
+})
+
+const output = (outcome: ShellOutcome) => {
+  if (outcome._tag !== "Finished") return assert.fail("expected a finished command")
+  return { code: outcome.exitCode, text: outcome.result.data ?? "" }
+}
+
+const run = (req: ShellRequest) =>
+  Effect.gen(function*() {
+    const shell = yield* Shell
+    return output(yield* shell.run(req))
+  }).pipe(Effect.provide(layer))
+
+describe.skipIf(!sealedHost)("sealed shell containment", () => {
+  it.live("runs an allowlisted binary in a composed root with the workdir at its host path", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      writeFileSync(join(dir, "note.txt"), "hello\n")
+      const { code, text } = yield* run(request(dir, "sh", "pwd; cat note.txt; echo made > out.txt; ls / | tr '\\n' ' '; ls /etc 2>&1", sealed(), ["sh", "cat", "ls", "tr"]))
+      assert.strictEqual(code, 0, text)
+      assert.include(text, `${dir}\nhello\n`)
+      assert.notInclude(text, "passwd")
+    }))
+
+  it.live("the workdir and scratch mounts are noexec; workdir_exec lifts it for the workdir only", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      copyFileSync("/usr/bin/true", join(dir, "sh"))
+      chmodSync(join(dir, "sh"), 0o755)
+      // The command is echoed in the result: markers are printed in two halves.
+      const probe = "./sh && echo RAN-WORK''DIR; cp ./sh /tmp/x; /tmp/x && echo RAN-T''MP; echo end"
+      const denied = yield* run(request(dir, "sh", probe, sealed(), ["sh", "cp"]))
+      assert.notInclude(denied.text, "RAN-WORKDIR")
+      assert.notInclude(denied.text, "RAN-TMP")
+      assert.include(denied.text, "Permission denied")
+      const allowed = yield* run(request(dir, "sh", probe, sealed({ filesystem: { workdirExec: true, readOnly: [] } }), ["sh", "cp"]))
+      assert.include(allowed.text, "RAN-WORKDIR")
+      assert.notInclude(allowed.text, "RAN-TMP")
+    }))
+
+  it.live("read_only subtrees are read-only, the rest of the workdir writable", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      mkdirSync(join(dir, "src"))
+      writeFileSync(join(dir, "src", "a.txt"), "keep")
+      const c = sealed({ filesystem: { workdirExec: false, readOnly: ["src", "missing"] } })
+      const { text } = yield* run(request(dir, "sh", "echo x > src/a.txt || echo RO-S''RC; mkdir missing/d || echo RO-MIS''SING; echo y > ok.txt && echo RW-''OK", c))
+      assert.include(text, "RO-SRC")
+      assert.include(text, "RO-MISSING")
+      assert.include(text, "RW-OK")
+    }))
+
+  it.live("no network: only a down loopback in its own namespace", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      const { text } = yield* run(request(dir, "cat", "/proc/net/dev", sealed()))
+      assert.notInclude(text, "eth0")
+    }))
+
+  it.live("reports what it applied", () =>
+    Effect.sync(() => {
+      const c = sealed()
+      assert.include(appliedContainment(c), "seccomp")
+      assert.include(appliedContainment(c), "noexec-workdir")
+      assert.strictEqual(sealedAchieved(c), true)
+      assert.strictEqual(sealedAchieved(sealed({ filesystem: { workdirExec: true, readOnly: [] } })), false)
+    }))
+})
