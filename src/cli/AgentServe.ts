@@ -33,6 +33,8 @@ export interface AgentServeOptions {
   readonly port: number
   readonly maxBodyBytes: number
   readonly retainTerminal: number
+  /** `serve`'s resource limits; absent: the defaults. */
+  readonly limits?: { readonly retainBytes: number; readonly replayBytes: number; readonly maxWatchers: number }
   readonly workdir: string | undefined
   readonly hostEnv: Readonly<Record<string, string | undefined>>
   /** Overrides the manifest's task acceptance (`run`: the door's and the registry's). */
@@ -55,14 +57,17 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
         host: options.host,
         port: options.port,
         acceptance,
-        maxBodyBytes: options.maxBodyBytes
+        maxBodyBytes: options.maxBodyBytes,
+        ...(options.limits === undefined ? {} : { maxWatchers: options.limits.maxWatchers })
       },
       registry: {
         ...(options.acceptance === undefined ? {} : { acceptance: options.acceptance.registry }),
         queueDepth: prepared.lifecycle.queueDepth,
         maxActive: 1,
-        retainTerminal: options.retainTerminal
+        retainTerminal: options.retainTerminal,
+        ...(options.limits === undefined ? {} : { retainBytes: options.limits.retainBytes })
       },
+      ...(options.limits === undefined ? {} : { eventLog: { capacityBytes: options.limits.replayBytes } }),
       runner: { inputTimeoutMs: inputTimeoutMs(prepared.lifecycle) }
     }
     const capsule = AgentCapsule.layer(prepared, boundUrl).pipe(Layer.provide(Shell.layer()))

@@ -28,6 +28,18 @@ const queueDepth = Options.integer("queue-depth").pipe(Options.withDefault(32), 
 const maxActive = Options.integer("max-active").pipe(Options.withDefault(4), Options.withDescription("Most tasks running at once (a script capsule runs one)"))
 const maxBody = Options.integer("max-body-bytes").pipe(Options.withDefault(1024 * 1024), Options.withDescription("Largest request body"))
 const retain = Options.integer("retain-tasks").pipe(Options.withDefault(1000), Options.withDescription("Finished tasks kept for tasks/get"))
+const retainBytes = Options.integer("retain-bytes").pipe(
+  Options.withDefault(256 * 1024 * 1024),
+  Options.withDescription("Bytes of finished tasks kept for tasks/get (their text); the oldest are forgotten first")
+)
+const replayBytes = Options.integer("replay-bytes").pipe(
+  Options.withDefault(16 * 1024 * 1024),
+  Options.withDescription("Bytes of stream frames kept for Last-Event-ID replay (besides the 512-frame count)")
+)
+const maxWatchers = Options.integer("max-watchers").pipe(
+  Options.withDefault(64),
+  Options.withDescription("Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused")
+)
 const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir of a capsule from a directory (default <dir>/workdir/<session>)"), Options.optional)
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
 
@@ -47,11 +59,12 @@ const announce = (json: boolean, extra: Record<string, string>) =>
 
 export const serveCommand = Command.make(
   "serve",
-  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, workdir, json },
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, json },
   (options) => {
     const session: SessionOptions = {
-      door: { host: options.host, port: options.port, acceptance: options.acceptance, maxBodyBytes: options.maxBody },
-      registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain }
+      door: { host: options.host, port: options.port, acceptance: options.acceptance, maxBodyBytes: options.maxBody, maxWatchers: options.maxWatchers },
+      registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
+      eventLog: { capacityBytes: options.replayBytes }
     }
     const bindFailure = (error: ServeError) =>
       reportLaunchFailure(
@@ -73,6 +86,7 @@ export const serveCommand = Command.make(
           port: options.port,
           maxBodyBytes: options.maxBody,
           retainTerminal: options.retain,
+          limits: { retainBytes: options.retainBytes, replayBytes: options.replayBytes, maxWatchers: options.maxWatchers },
           workdir: Option.getOrUndefined(options.workdir),
           hostEnv: hostEnv.env
         })

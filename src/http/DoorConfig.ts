@@ -1,6 +1,7 @@
 /**
  * Settings of the door itself. Node enforces the header limits and read timeouts; the body
- * limit is ours (413 before the body is buffered).
+ * limit (413 before the body is buffered), the params nesting limit and the stream limit are
+ * ours: each bounds what an unauthenticated client can make the door hold or compute.
  */
 import { Context, Layer } from "effect"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
@@ -21,6 +22,10 @@ export interface DoorSettings {
   readonly keepAliveTimeoutMs: number
   /** `:heartbeat` comment interval on streams. */
   readonly heartbeatMs: number
+  /** Most SSE streams open at once across the door (`--max-watchers`); past it a call is refused. */
+  readonly maxWatchers: number
+  /** Deepest nesting of arrays and objects accepted in `params` (beyond it: -32602 before decoding). */
+  readonly maxParamsDepth: number
 }
 
 export const defaultDoorSettings: DoorSettings = {
@@ -33,7 +38,9 @@ export const defaultDoorSettings: DoorSettings = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
-  heartbeatMs: 15_000
+  heartbeatMs: 15_000,
+  maxWatchers: 64,
+  maxParamsDepth: 64
 }
 
 export class DoorConfig extends Context.Tag("capsule-runtime/http/DoorConfig")<DoorConfig, DoorSettings>() {

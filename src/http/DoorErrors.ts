@@ -35,6 +35,9 @@ export class CompletionMisaddressed extends Schema.TaggedError<CompletionMisaddr
   addressed: Schema.optional(Schema.String)
 }) {}
 
+/** A streaming call while `limit` streams are open (`--max-watchers`). */
+export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Number }) {}
+
 export type DoorError =
   | ParseError
   | InvalidRequest
@@ -45,3 +48,4 @@ export type DoorError =
   | UnsupportedOperation
   | ContentTypeNotSupported
   | CompletionMisaddressed
+  | TooManyStreams

@@ -61,6 +61,24 @@ export const decodeRequest = (text: string): Either.Either<RpcRequest, EnvelopeF
     onRight: decodeEnvelope
   })
 
+/**
+ * Whether a parsed JSON value nests arrays and objects deeper than `limit` (a scalar is depth 0).
+ * Iterative, stopping at the first path past the limit: deep values would overflow the stack of
+ * anything recursive downstream (Schema's decoder and error formatter).
+ */
+export const nestsDeeperThan = (value: unknown, limit: number): boolean => {
+  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value, depth: 0 }]
+  let top: { readonly value: unknown; readonly depth: number } | undefined
+  while ((top = stack.pop()) !== undefined) {
+    if (typeof top.value !== "object" || top.value === null) continue
+    const depth = top.depth + 1
+    if (depth > limit) return true
+    const children = Array.isArray(top.value) ? top.value : Object.values(top.value)
+    for (const child of children) if (typeof child === "object" && child !== null) stack.push({ value: child, depth })
+  }
+  return false
+}
+
 export const encodeResult = (id: RpcId, result: unknown): string =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(result)}}`
 

@@ -17,6 +17,12 @@ export type RpcFailure = DoorError | TaskNotFound | TaskNotAcceptingInput
 
 export const internalError: RpcError = { code: -32603, message: "Internal error" }
 
+/**
+ * Refusal past `--max-watchers`. A2A defines no such error; this is in the implementation-defined
+ * server-error range, clear of the codes A2A takes (-32001…-32009); 29 recalls HTTP 429.
+ */
+export const tooManyStreamsCode = -32029
+
 export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure>().pipe(
   Match.tagsExhaustive({
     ParseError: (e) => ({ code: -32700, message: "Parse error", data: { detail: e.detail } }),
@@ -33,6 +39,11 @@ export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure
       data: { detail: e.reason, taskId: e.taskId, state: e.state }
     }),
     ContentTypeNotSupported: (e) => ({ code: -32005, message: "Incompatible content types", data: { detail: e.detail } }),
+    TooManyStreams: (e) => ({
+      code: tooManyStreamsCode,
+      message: `Too many streams: this door serves at most ${e.limit} at once (--max-watchers); retry when one ends`,
+      data: { limit: e.limit }
+    }),
     CompletionMisaddressed: (e) => ({
       code: -32004,
       message: `completion is addressed to session ${e.addressed ?? "<unaddressed>"}, which is not the session running here`

@@ -34,7 +34,6 @@ export type Method = (call: CallContext) => Effect.Effect<MethodResult, RpcFailu
 
 const json = (result: unknown): MethodResult => ({ _tag: "Json", result })
 
-
 const requireId = (params: unknown, method: string) =>
   Effect.flatMap(decodeTaskQuery(params), (query) =>
     query.id === undefined ? Effect.fail(new InvalidParams({ detail: `${method} requires an id` })) : Effect.succeed({ ...query, id: query.id }))
@@ -229,22 +228,26 @@ export const makeMethods = Effect.gen(function*() {
 
   const pushUnsupported: Method = (call) => Effect.fail(new PushNotificationNotSupported({ method: call.method }))
 
-  const table: Record<string, Method> = {
-    "message/send": sendMessage,
-    "message/stream": streamMessage,
-    "tasks/get": getTask,
-    "tasks/cancel": cancelTask,
-    "tasks/resubscribe": resubscribe,
-    "session/stop": stopSession,
-    "stream/watch": watch,
-    "murmur.capsule/stop": stopSession,
-    "murmur.capsule/watch": watch,
-    "tasks/pushNotificationConfig/set": pushUnsupported,
-    "tasks/pushNotificationConfig/get": pushUnsupported,
-    "tasks/pushNotificationConfig/list": pushUnsupported,
-    "tasks/pushNotificationConfig/delete": pushUnsupported,
-    "agent/getAuthenticatedExtendedCard": () =>
-      Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card" }))
-  }
+  // A Map, not an object literal: a method name is client data, and `constructor` or
+  // `__proto__` must miss like any unknown name instead of finding Object.prototype's members.
+  const table: ReadonlyMap<string, Method> = new Map<string, Method>([
+    ["message/send", sendMessage],
+    ["message/stream", streamMessage],
+    ["tasks/get", getTask],
+    ["tasks/cancel", cancelTask],
+    ["tasks/resubscribe", resubscribe],
+    ["session/stop", stopSession],
+    ["stream/watch", watch],
+    ["murmur.capsule/stop", stopSession],
+    ["murmur.capsule/watch", watch],
+    ["tasks/pushNotificationConfig/set", pushUnsupported],
+    ["tasks/pushNotificationConfig/get", pushUnsupported],
+    ["tasks/pushNotificationConfig/list", pushUnsupported],
+    ["tasks/pushNotificationConfig/delete", pushUnsupported],
+    ["agent/getAuthenticatedExtendedCard", () => Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card" }))]
+  ])
   return table
 })
+
+/** Methods that may answer with a stream: each call takes one of the door's stream slots. */
+export const streamingMethods: ReadonlySet<string> = new Set(["message/stream", "tasks/resubscribe", "stream/watch", "murmur.capsule/watch"])

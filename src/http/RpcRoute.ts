@@ -1,7 +1,8 @@
 /**
  * `POST /`: body (with its limit), completion addressing, envelope, dispatch, and the answer.
  * Every outcome is a well-formed response: JSON-RPC answers use HTTP 200, transport problems
- * (oversized body, wrong media type) their HTTP status with a JSON-RPC error body.
+ * (oversized body, wrong media type) their HTTP status with a JSON-RPC error body. Before a
+ * method runs, its params' nesting is bounded and a streaming call takes a stream slot.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
@@ -10,11 +11,12 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { readBody } from "./Body.js"
 import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
 import { DoorConfig } from "./DoorConfig.js"
-import { CompletionMisaddressed, MethodNotFound } from "./DoorErrors.js"
-import { decodeRequest, encodeError, encodeResult, idOf, parseJson, type RpcId } from "./JsonRpc.js"
-import { makeMethods } from "./RpcMethods.js"
+import { CompletionMisaddressed, InvalidParams, MethodNotFound, TooManyStreams } from "./DoorErrors.js"
+import { decodeRequest, encodeError, encodeResult, idOf, nestsDeeperThan, parseJson, type RpcId } from "./JsonRpc.js"
+import { makeMethods, streamingMethods } from "./RpcMethods.js"
 import { internalError, type RpcError, toRpcError } from "./RpcErrors.js"
 import { sseHeaders } from "./Sse.js"
+import { makeStreamSlots } from "./StreamSlots.js"
 
 const jsonResponse = (body: string, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.text(body, { status, contentType: "application/json", headers })
@@ -26,6 +28,7 @@ export const makeRpcRoute = Effect.gen(function*() {
   const methods = yield* makeMethods
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
+  const slots = makeStreamSlots(config.maxWatchers)
 
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -58,8 +61,20 @@ export const makeRpcRoute = Effect.gen(function*() {
     const decoded = decodeRequest(body.text)
     if (Either.isLeft(decoded)) return errorResponse(decoded.left.id, toRpcError(decoded.left.error))
     const { id, method, params } = decoded.right
-    const handler = methods[method]
+    const handler = methods.get(method)
     if (handler === undefined) return errorResponse(id, toRpcError(new MethodNotFound({ method })))
+    if (nestsDeeperThan(params, config.maxParamsDepth)) {
+      return errorResponse(id, toRpcError(new InvalidParams({ detail: `params nest deeper than ${config.maxParamsDepth} levels` })))
+    }
+    if (streamingMethods.has(method)) {
+      const release = slots.acquire()
+      if (release === undefined) return errorResponse(id, toRpcError(new TooManyStreams({ limit: config.maxWatchers })))
+      // The slot is held while the response is open: a stream's whole life, or a JSON answer's
+      // moment. Node emits `close` on every response, finished or cut, so no slot is lost.
+      const response = NodeHttpServerRequest.toServerResponse(request)
+      if (response.closed) release()
+      else response.once("close", release)
+    }
 
     const call: CallContext = {
       id,

@@ -1,9 +1,11 @@
 /**
  * The session's SSE buffer. Every frame gets the next id of one session-wide sequence (from 1)
- * and lands in a ring buffer of the last `capacity` frames. A subscriber registers and takes its
- * replay snapshot in the same synchronous step, so replay and live delivery never overlap or
- * leave a hole. Each subscriber has a bounded queue: when a slow one falls behind, the frames it
- * cannot take are counted and it gets one `Lagged` item, in place, before the next frame.
+ * and lands in a ring buffer of the last `capacity` frames, holding at most `capacityBytes` of
+ * event text (the oldest frames go first; a cursor before them gets a `Gap`). A subscriber
+ * registers and takes its replay snapshot in the same synchronous step, so replay and live
+ * delivery never overlap or leave a hole. Each subscriber has a bounded queue: when a slow one
+ * falls behind, the frames it cannot take are counted and it gets one `Lagged` item, in place,
+ * before the next frame it receives and before `Closed`: no loss goes unannounced.
  */
 import { Context, Effect, Layer, Queue, Stream } from "effect"
 import type { Frame, TaskEvent } from "./TaskEvent.js"
@@ -22,12 +24,37 @@ export interface SubscribeOptions {
 }
 
 export interface EventLogConfig {
+  /** Most frames held for replay. */
   readonly capacity: number
+  /** Most bytes of frames held for replay (see `frameBytes`). */
+  readonly capacityBytes: number
   /** Items a subscriber may have waiting before it is lagged. */
   readonly subscriberBuffer: number
 }
 
-export const defaultEventLogConfig: EventLogConfig = { capacity: 512, subscriberBuffer: 1024 }
+export const defaultEventLogConfig: EventLogConfig = { capacity: 512, capacityBytes: 16 * 1024 * 1024, subscriberBuffer: 1024 }
+
+/** Fixed cost counted per frame on top of its text (ids, tags, the record itself). */
+const frameOverhead = 128
+
+/** What a frame is charged against the replay budget: the UTF-8 size of its strings, plus a fixed overhead. */
+export const frameBytes = (frame: Frame): number => {
+  const event = frame.event
+  let text = frame.taskId.length + frame.contextId.length
+  switch (event._tag) {
+    case "Status":
+      text += Buffer.byteLength(event.message ?? "") + Buffer.byteLength(event.response ?? "")
+      break
+    case "Text":
+    case "Thinking":
+      text += Buffer.byteLength(event.text)
+      break
+    case "Artifact":
+      text += Buffer.byteLength(event.artifactId) + Buffer.byteLength(event.name) + Buffer.byteLength(event.content)
+      break
+  }
+  return text + frameOverhead
+}
 
 export class EventLog extends Context.Tag("capsule-runtime/services/EventLog")<EventLog, {
   /** Appends a frame for a task and fans it out; returns it with its id. */
@@ -68,8 +95,10 @@ export const replayPlan = (
 
 export const makeEventLog = (config: EventLogConfig) => {
   const ring: Array<Frame | undefined> = new Array(config.capacity)
+  const sizes: Array<number> = new Array(config.capacity).fill(0)
   let start = 0
   let size = 0
+  let bytes = 0
   let nextId = 1
   let closed = false
   const subscribers = new Set<Subscriber>()
@@ -87,23 +116,39 @@ export const makeEventLog = (config: EventLogConfig) => {
       subscriber.missed++
       return
     }
-    if (subscriber.missed > 0) {
-      subscriber.queue.unsafeOffer({ _tag: "Lagged", missed: subscriber.missed })
-      subscriber.missed = 0
-    }
+    announceLoss(subscriber)
     subscriber.queue.unsafeOffer({ _tag: "Frame", frame })
+  }
+
+  /** Queues the `Lagged` notice for frames the subscriber missed since its last item, if any. */
+  const announceLoss = (subscriber: Subscriber) => {
+    if (subscriber.missed === 0) return
+    subscriber.queue.unsafeOffer({ _tag: "Lagged", missed: subscriber.missed })
+    subscriber.missed = 0
+  }
+
+  const evictOldest = () => {
+    ring[start] = undefined
+    bytes -= sizes[start]!
+    start = (start + 1) % config.capacity
+    size--
+  }
+
+  const hold = (frame: Frame) => {
+    if (size === config.capacity) evictOldest()
+    const at = (start + size) % config.capacity
+    ring[at] = frame
+    sizes[at] = frameBytes(frame)
+    bytes += sizes[at]!
+    size++
+    // A frame larger than the whole budget is not held either: live readers still get it.
+    while (size > 0 && bytes > config.capacityBytes) evictOldest()
   }
 
   const publish = (taskId: string, contextId: string, event: TaskEvent) =>
     Effect.sync(() => {
       const frame: Frame = { id: nextId++, taskId, contextId, event }
-      if (size < config.capacity) {
-        ring[(start + size) % config.capacity] = frame
-        size++
-      } else {
-        ring[start] = frame
-        start = (start + 1) % config.capacity
-      }
+      hold(frame)
       for (const subscriber of subscribers) deliver(subscriber, frame)
       return frame
     })
@@ -112,7 +157,8 @@ export const makeEventLog = (config: EventLogConfig) => {
 
   const subscribe = (options: SubscribeOptions): Stream.Stream<LogItem> =>
     Stream.unwrapScoped(Effect.gen(function*() {
-      // Room for the limit plus a `Lagged` notice, its frame and `Closed`, so those never drop.
+      // Room for the limit, a `Lagged` notice and its frame (delivery stops offering at the
+      // limit), then a last `Lagged` and `Closed` at close: no notice is ever dropped.
       const queue = yield* Queue.dropping<LogItem>(config.subscriberBuffer + 3)
       const subscriber: Subscriber = { queue, taskId: options.taskId, limit: config.subscriberBuffer, missed: 0 }
       const initial = yield* Effect.acquireRelease(
@@ -139,7 +185,10 @@ export const makeEventLog = (config: EventLogConfig) => {
     Effect.sync(() => {
       if (closed) return
       closed = true
-      for (const subscriber of subscribers) subscriber.queue.unsafeOffer({ _tag: "Closed" })
+      for (const subscriber of subscribers) {
+        announceLoss(subscriber)
+        subscriber.queue.unsafeOffer({ _tag: "Closed" })
+      }
       subscribers.clear()
     })
 

@@ -1,7 +1,8 @@
 /**
  * The session's tasks: their states and transitions, acceptance (`none | single | queue`), the
  * three lanes (user > peer > bg) the runner takes queued tasks from, the `max_active` bound, and
- * bounded retention of finished tasks. All operations are synchronous inside one `Effect.sync`,
+ * retention of finished tasks bounded by count and by bytes (live tasks are never forgotten).
+ * All operations are synchronous inside one `Effect.sync`,
  * so each is atomic on the JS thread without locks.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -40,13 +41,40 @@ export interface TaskRegistryConfig {
   readonly maxActive: number
   /** Finished tasks kept for `tasks/get`; the oldest are forgotten beyond this. */
   readonly retainTerminal: number
+  /** Most bytes of finished tasks kept (see `taskBytes`); the oldest are forgotten beyond this. */
+  readonly retainBytes: number
 }
 
 export const defaultRegistryConfig: TaskRegistryConfig = {
   acceptance: "single",
   queueDepth: 1,
   maxActive: 1,
-  retainTerminal: 1000
+  retainTerminal: 1000,
+  retainBytes: 256 * 1024 * 1024
+}
+
+/** Fixed costs counted on top of the text: the record with its ids and provenance, and each message or artifact. */
+const taskOverhead = 512
+const entryOverhead = 128
+
+const utf8 = (text: string | undefined) => (text === undefined ? 0 : Buffer.byteLength(text))
+
+/**
+ * What a finished task is charged against `retainBytes`: the UTF-8 size of the text it holds
+ * (history, artifacts, status message, response, prompt) plus fixed overheads. An estimate of
+ * what retention costs, cheap enough to take once per finished task.
+ */
+export const taskBytes = (task: Task): number => {
+  let total = taskOverhead + utf8(task.statusMessage) + utf8(task.response) + utf8(task.prompt)
+  for (const message of task.history) {
+    total += entryOverhead + utf8(message.messageId)
+    for (const part of message.parts) total += utf8(part.text)
+  }
+  for (const artifact of task.artifacts) {
+    total += entryOverhead + utf8(artifact.artifactId) + utf8(artifact.name)
+    for (const part of artifact.parts) total += utf8(part.text)
+  }
+  return total
 }
 
 export interface NewTask {
@@ -88,7 +116,8 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   readonly awaitSettled: (taskId: string) => Effect.Effect<Task, TaskNotFound>
   /** Refuses every later task with reason `closing` (shutdown). */
   readonly close: () => Effect.Effect<void>
-  readonly stats: () => Effect.Effect<{ readonly queued: number; readonly active: number; readonly retained: number }>
+  /** `retained` counts every task held; `retainedBytes` is what the finished ones are charged. */
+  readonly stats: () => Effect.Effect<{ readonly queued: number; readonly active: number; readonly retained: number; readonly retainedBytes: number }>
 }>() {
   static readonly layer = (config: Partial<TaskRegistryConfig> = {}) =>
     Layer.sync(TaskRegistry, () => makeRegistry({ ...defaultRegistryConfig, ...config }))
@@ -100,7 +129,9 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
   const tasks = new Map<string, Task>()
   const lanes: Record<Lane, Array<string>> = { user: [], peer: [], bg: [] }
   const active = new Set<string>()
-  const terminalOrder = new Set<string>()
+  /** Finished tasks, oldest first, with what each is charged. */
+  const finished = new Map<string, number>()
+  let finishedBytes = 0
   const waiters = new Map<string, Set<(task: Task) => void>>()
   let acceptedEver = 0
   let lastStarted: string | undefined
@@ -120,12 +151,24 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
     }
   }
 
+  const forget = (taskId: string) => {
+    finishedBytes -= finished.get(taskId) ?? 0
+    finished.delete(taskId)
+    tasks.delete(taskId)
+  }
+
+  /**
+   * Charges a finished task (again, keeping its place, when it changes after finishing) and
+   * forgets the oldest finished tasks while either bound is passed. A task larger than the whole
+   * byte budget is forgotten at once instead, sparing the others (its caller holds the record).
+   */
   const retire = (task: Task) => {
-    terminalOrder.add(task.id)
-    while (terminalOrder.size > config.retainTerminal) {
-      const oldest = terminalOrder.values().next().value as string
-      terminalOrder.delete(oldest)
-      tasks.delete(oldest)
+    const bytes = taskBytes(task)
+    if (bytes > config.retainBytes) return forget(task.id)
+    finishedBytes += bytes - (finished.get(task.id) ?? 0)
+    finished.set(task.id, bytes)
+    while (finished.size > config.retainTerminal || (finished.size > 0 && finishedBytes > config.retainBytes)) {
+      forget(finished.keys().next().value as string)
     }
   }
 
@@ -203,12 +246,10 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
           active.add(taskId)
           lastStarted = taskId
         }
-        if (isTerminal(to)) {
-          active.delete(taskId)
-          retire(next)
-        }
+        if (isTerminal(to)) active.delete(taskId)
         notify(next)
       }
+      if (isTerminal(next.state)) retire(next)
       return Effect.succeed(next)
     })
 
@@ -249,7 +290,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
 
   const close = () => Effect.sync(() => void (closing = true))
 
-  const stats = () => Effect.sync(() => ({ queued: queuedCount(), active: active.size, retained: tasks.size }))
+  const stats = () => Effect.sync(() => ({ queued: queuedCount(), active: active.size, retained: tasks.size, retainedBytes: finishedBytes }))
 
   return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, close, stats })
 }

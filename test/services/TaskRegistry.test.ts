@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option } from "effect"
 import * as fc from "fast-check"
 import { canTransition, isTerminal, type Message, type Origin, type TaskState } from "../../src/services/Task.js"
-import { makeRegistry, TaskRegistry, type TaskRegistryConfig } from "../../src/services/TaskRegistry.js"
+import { makeRegistry, taskBytes, TaskRegistry, type TaskRegistryConfig } from "../../src/services/TaskRegistry.js"
 
 const message = (text: string): Message => ({ role: "user", messageId: `m-${text}`, parts: [{ kind: "text", text }] })
 
@@ -14,6 +14,13 @@ const task = (text: string, origin: Origin = "event") => ({
 
 const accepted = (registry: TaskRegistry["Type"], text: string, origin: Origin = "event") =>
   Effect.map(registry.accept(task(text, origin)), (a) => {
+    assert.strictEqual(a._tag, "Accepted")
+    return a.task
+  })
+
+/** An accepted task whose message holds `size` characters (and a short id). */
+const sizedTask = (registry: TaskRegistry["Type"], size: number) =>
+  Effect.map(registry.accept({ ...task("s"), message: { ...message("s"), parts: [{ kind: "text", text: "s".repeat(size) }] } }), (a) => {
     assert.strictEqual(a._tag, "Accepted")
     return a.task
   })
@@ -89,6 +96,43 @@ describe("TaskRegistry", () => {
       assert.strictEqual((yield* registry.stats()).retained, 3)
     }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 5, retainTerminal: 3 }))))
 
+  it.effect("keeps finished tasks within retainBytes, forgetting the oldest; live tasks are never forgotten", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      // A live task far over the budget on its own.
+      const big = yield* sizedTask(registry, 50_000)
+      yield* registry.startNext()
+      const ids: Array<string> = []
+      for (let i = 0; i < 10; i++) {
+        const t = yield* sizedTask(registry, 3_000)
+        yield* registry.startNext()
+        const done = yield* registry.update(t.id, { state: "completed", response: "r".repeat(1_000) })
+        assert.isAbove(taskBytes(done), 4_000)
+        ids.push(t.id)
+      }
+      const stats = yield* registry.stats()
+      assert.isAtMost(stats.retainedBytes, 10_000)
+      // Two finished tasks of about 4.6 KB fit in 10 KB, a third does not.
+      for (const id of ids.slice(0, 8)) assert.strictEqual((yield* Effect.flip(registry.get(id)))._tag, "TaskNotFound")
+      for (const id of ids.slice(8)) assert.strictEqual((yield* registry.get(id)).state, "completed")
+      assert.strictEqual((yield* registry.get(big.id)).state, "working")
+      // Finishing the big task forgets it at once (it alone is over the budget), and nothing else.
+      yield* registry.update(big.id, { state: "completed" })
+      assert.strictEqual((yield* Effect.flip(registry.get(big.id)))._tag, "TaskNotFound")
+      for (const id of ids.slice(8)) assert.strictEqual((yield* registry.get(id)).state, "completed")
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 5, maxActive: 5, retainBytes: 10_000 }))))
+
+  it.effect("a finished task that grows afterwards is charged again", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      const t = yield* accepted(registry, "a")
+      yield* registry.startNext()
+      const done = yield* registry.update(t.id, { state: "completed" })
+      assert.strictEqual((yield* registry.stats()).retainedBytes, taskBytes(done))
+      const grown = yield* registry.update(t.id, { addArtifact: { artifactId: "x", name: "residue", parts: [{ kind: "text", text: "z".repeat(500) }] } })
+      assert.strictEqual((yield* registry.stats()).retainedBytes, taskBytes(grown))
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 5 }))))
+
   it.effect("awaitSettled resumes on input-required and on terminal states", () =>
     Effect.gen(function*() {
       const registry = yield* TaskRegistry
@@ -134,7 +178,7 @@ describe("TaskRegistry invariants (property)", () => {
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 5 }),
         (ops, acceptance, maxActive, queueDepth) => {
-          const registry = makeRegistry({ acceptance, maxActive, queueDepth, retainTerminal: 1000 })
+          const registry = makeRegistry({ acceptance, maxActive, queueDepth, retainTerminal: 1000, retainBytes: Number.POSITIVE_INFINITY })
           const known: Array<string> = []
           const before = new Map<string, TaskState>()
           for (const op of ops) {
@@ -173,6 +217,57 @@ describe("TaskRegistry invariants (property)", () => {
           return true
         }
       ),
+      { numRuns: 300 }
+    )
+  })
+})
+
+type SizedOp =
+  | { readonly op: "accept"; readonly size: number }
+  | { readonly op: "start" }
+  | { readonly op: "finish"; readonly pick: number; readonly response: number }
+
+const sizedOpArb: fc.Arbitrary<SizedOp> = fc.oneof(
+  fc.record({ op: fc.constant("accept" as const), size: fc.integer({ min: 0, max: 3_000 }) }),
+  fc.record({ op: fc.constant("start" as const) }),
+  fc.record({ op: fc.constant("finish" as const), pick: fc.nat(50), response: fc.integer({ min: 0, max: 3_000 }) })
+)
+
+describe("TaskRegistry retention by bytes (property)", () => {
+  it("finished tasks held fit the budget, are the newest finished that do, and live tasks are all kept", () => {
+    fc.assert(
+      fc.property(fc.array(sizedOpArb, { maxLength: 80 }), fc.integer({ min: 0, max: 12_000 }), (ops, budget) => {
+        const registry = makeRegistry({ acceptance: "queue", maxActive: 3, queueDepth: 6, retainTerminal: 1000, retainBytes: budget })
+        const live = new Set<string>()
+        const finishedOrder: Array<{ readonly id: string; readonly bytes: number }> = []
+        for (const op of ops) {
+          if (op.op === "accept") {
+            const result = Effect.runSync(registry.accept({ ...task("x"), message: { ...message("x"), parts: [{ kind: "text", text: "x".repeat(op.size) }] } }))
+            if (result._tag === "Accepted") live.add(result.task.id)
+            else finishedOrder.push({ id: result.task.id, bytes: taskBytes(result.task) })
+          } else if (op.op === "start") {
+            Effect.runSync(registry.startNext())
+          } else {
+            const working = [...live].filter((id) => Effect.runSync(registry.get(id)).state === "working")
+            if (working.length === 0) continue
+            const id = working[op.pick % working.length]!
+            const done = Effect.runSync(registry.update(id, { state: "completed", response: "r".repeat(op.response) }))
+            live.delete(id)
+            finishedOrder.push({ id, bytes: taskBytes(done) })
+          }
+          for (const id of live) if (Either.isLeft(Effect.runSync(Effect.either(registry.get(id))))) return false
+          // Expected: the longest suffix of finished tasks (newest first) within the budget,
+          // leaving out those over the budget on their own.
+          const fitting = finishedOrder.filter((t) => t.bytes <= budget)
+          let total = 0
+          let from = fitting.length
+          while (from > 0 && total + fitting[from - 1]!.bytes <= budget) total += fitting[--from]!.bytes
+          const held = finishedOrder.filter(({ id }) => Either.isRight(Effect.runSync(Effect.either(registry.get(id)))))
+          if (JSON.stringify(held.map((t) => t.id)) !== JSON.stringify(fitting.slice(from).map((t) => t.id))) return false
+          if (Effect.runSync(registry.stats()).retainedBytes !== total) return false
+        }
+        return true
+      }),
       { numRuns: 300 }
     )
   })
