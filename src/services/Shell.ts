@@ -11,10 +11,10 @@
  * which is unrelated to detached work) so grandchildren such as `sh -c "sleep 9 & wait"` go too.
  *
  * Enforced here: the allowlist, the cleared environment with credential stripping, the synthetic
- * `HOME`, cwd, the output cap. NOT enforced (the reference applies them in `pre_exec`, which Node
- * cannot reach without a native helper): rlimits (§5.2), cgroup v2 limits, Landlock, seccomp,
- * namespaces, the subprocess network namespace and egress proxy, and the workdir size budget.
- * See docs/shell.md.
+ * `HOME`, cwd, the output cap, and the request's `containment` (../sandbox/containment/
+ * ShellContainment.ts): sealed = bwrap with every namespace, a composed root, noexec workdir,
+ * seccomp and rlimits; advisory = rlimits and pdeathsig. NOT enforced: cgroup v2 limits, an egress
+ * proxy for `network.allow`, the workdir size budget. See docs/shell.md.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdir, writeFile } from "node:fs/promises"
