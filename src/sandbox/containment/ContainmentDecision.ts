@@ -29,7 +29,6 @@ const tierWarnings = (caps: Capabilities, host: HostTier): Array<string> => {
   if (!hasShell(caps)) return warnings
   if (host.tier === "advisory") {
     warnings.push(W("capabilities.shell", `commands run without OS containment (achieved: advisory): ${host.reason}; they have the host user's authority over the host filesystem and network`))
-    if (caps.resources !== undefined) warnings.push(W("capabilities.resources", "is not applied: rlimits need the sealed tier, which this host lacks"))
     if ((caps.filesystem?.readOnly.length ?? 0) > 0) warnings.push(W("capabilities.filesystem.read_only", "binds WASM guests only: shell commands can still write there without the sealed tier"))
     return warnings
   }

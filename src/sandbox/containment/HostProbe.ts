@@ -2,19 +2,25 @@
  * What OS containment this host can give subprocesses, probed once per process. The sealed tier
  * needs bubblewrap (`bwrap`) that really creates the namespaces: a binary on `PATH` is not proof
  * (a kernel may forbid user namespaces), so the probe runs one sandboxed `true` and trusts only
- * its exit status. Nothing else is consulted, so no manifest can talk a host into a tier.
+ * its exit status. The sealed tier also needs its launcher and seccomp program built for this CPU
+ * (x86_64) and util-linux `prlimit` for the rlimits: without all of it the host is advisory, so the
+ * tier never claims what a command would not get. Nothing else is consulted, so no manifest can
+ * talk a host into a tier.
  */
 import { execFile } from "node:child_process"
 import { accessSync, constants } from "node:fs"
 import { delimiter, join } from "node:path"
 import { Effect } from "effect"
+import { LAUNCHER_ARCHES } from "./ExecLauncher.js"
 
 export type HostTier =
   | { readonly tier: "sealed"; readonly bwrap: string }
   | { readonly tier: "advisory"; readonly reason: string }
 
-const onPath = (name: string, path: string | undefined): string | undefined => {
-  for (const dir of (path ?? "").split(delimiter)) {
+const SYSTEM_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+
+const onPath = (name: string, path: string | undefined, extra: ReadonlyArray<string> = []): string | undefined => {
+  for (const dir of [...(path ?? "").split(delimiter), ...extra]) {
     if (dir === "") continue
     const candidate = join(dir, name)
     try {
@@ -40,6 +46,12 @@ export const probeHost = (path: string | undefined, explicit?: string): Effect.E
     if (process.platform !== "linux") return { tier: "advisory", reason: `OS containment needs Linux (this host is ${process.platform})` } as const
     const bwrap = explicit ?? onPath("bwrap", path)
     if (bwrap === undefined) return { tier: "advisory", reason: "bubblewrap (bwrap) is not installed on this host (Debian: apt-get install bubblewrap)" } as const
+    if (!LAUNCHER_ARCHES.includes(process.arch)) {
+      return { tier: "advisory", reason: `the sealed tier's launcher and seccomp program are built for x86_64 only (this host is ${process.arch})` } as const
+    }
+    if (onPath("prlimit", path, SYSTEM_DIRS) === undefined) {
+      return { tier: "advisory", reason: "util-linux prlimit is not installed, so the sealed tier's rlimits cannot be applied" } as const
+    }
     const failure = yield* trial(bwrap)
     if (failure !== undefined) return { tier: "advisory", reason: `bubblewrap cannot create namespaces on this host: ${failure}` } as const
     return { tier: "sealed", bwrap } as const

@@ -20,7 +20,7 @@ import { accessSync, constants, existsSync, realpathSync, statSync } from "node:
 import { delimiter, isAbsolute, join, relative, resolve } from "node:path"
 import type { Capabilities, ResourceCapabilities, ShellCapabilities } from "../manifest/Capabilities.js"
 import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
-import { LAUNCHER_ARCHES, LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
+import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
 import type { HostTier } from "./HostProbe.js"
 import { liveProcessCount, prlimitArgs, rlimitsFor } from "./Resources.js"
 import { seccompProgram } from "./Seccomp.js"
@@ -84,26 +84,16 @@ const helper = (name: string, path: string | undefined): string | undefined => {
 }
 
 /**
- * What the shell of a capsule runs under on this host: sealed when the probe says bwrap works and
- * the launcher is built for this CPU, else advisory with the reason. `path` is the host's `PATH`.
+ * What the shell of a capsule runs under on this host: the probe's tier (./HostProbe.ts already
+ * requires a working bwrap, this CPU's launcher and prlimit for sealed). `path` is the host's `PATH`.
  */
 export const shellContainment = (
   host: HostTier,
   capabilities: Capabilities | undefined,
-  path: string | undefined,
-  arch: string = process.arch
+  path: string | undefined
 ): ShellContainment => {
   const resources = capabilities?.resources ?? {}
   const prlimit = helper("prlimit", path)
-  if (host.tier === "sealed" && !LAUNCHER_ARCHES.includes(arch)) {
-    return {
-      tier: "advisory",
-      reason: `the sealed shell's launcher and seccomp program are built for x86_64 only (this host is ${arch})`,
-      prlimit,
-      setpriv: helper("setpriv", path),
-      resources
-    }
-  }
   if (host.tier === "advisory") return { tier: "advisory", reason: host.reason, prlimit, setpriv: helper("setpriv", path), resources }
   return {
     tier: "sealed",
