@@ -12,13 +12,16 @@
  * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
  * with "input-timeout".
  */
-import { Effect, identity, Layer, Option } from "effect"
+import { type Context, Effect, Layer, Option } from "effect"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
+import { DelegationTracker } from "../services/DelegationTracker.js"
+import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { Shell } from "../services/Shell.js"
 import { Trace } from "../services/Trace.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
+import { DelegationLauncher } from "./DelegationLauncher.js"
 import { effectiveGrants } from "./EffectiveGrants.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
@@ -38,10 +41,21 @@ export const agentInfo = (prepared: PreparedAgent): CapsuleInfo => {
   }
 }
 
+/** A delegated child's lineage (its `MURMUR_SPAWNER`), written into its `session_start`. */
+export interface Lineage {
+  readonly spawnedBy: string
+  readonly delegationId: string
+}
+
+/** Hands on a service the loop reads optionally (`Effect.serviceOption`), when the session has it. */
+const provideOption = <I, S>(tag: Context.Tag<I, S>, service: Option.Option<S>) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Option.isSome(service) ? Effect.provideService(effect, tag, service.value) as Effect.Effect<A, E, R> : effect
+
 export const AgentCapsule = {
   /** Needs the Sandbox, the Shell (hence a DetachedRegistry) and the launch's Trace. */
   /** `capsuleUrl`: the door's address, read once it is bound (`MURMUR_CAPSULE_URL`). */
-  layer: <R = never>(launched: PreparedAgent, capsuleUrl?: Effect.Effect<string, never, R>): Layer.Layer<Capsule, never, Sandbox | Shell | Trace | R> =>
+  /** `lineage`: the spawner's session and the delegation, for a delegated child. */
+  layer: <R = never>(launched: PreparedAgent, capsuleUrl?: Effect.Effect<string, never, R>, lineage?: Lineage): Layer.Layer<Capsule, never, Sandbox | Shell | Trace | R> =>
     Layer.scoped(
       Capsule,
       Effect.gen(function*() {
@@ -50,6 +64,10 @@ export const AgentCapsule = {
         const shell = yield* Shell
         const trace = yield* Trace
         const completions = yield* Effect.serviceOption(ShellCompletions)
+        // A delegating capsule's launcher, and the residue sources a cancel names.
+        const launcher = yield* Effect.serviceOption(DelegationLauncher)
+        const detached = yield* Effect.serviceOption(DetachedRegistry)
+        const delegations = yield* Effect.serviceOption(DelegationTracker)
         const { manifest } = prepared.project
         const started = Date.now()
         const totals = emptyTotals()
@@ -75,6 +93,7 @@ export const AgentCapsule = {
           // One launch is one fresh session: nothing resumed, no pinned context.
           resumed_from: null,
           context_id: null,
+          ...(lineage === undefined ? {} : { spawned_by: lineage.spawnedBy, delegation_id: lineage.delegationId }),
           system_prompt_source: prepared.systemPromptSource,
           credential_source: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment",
           system_prompt_sha256: null,
@@ -104,7 +123,10 @@ export const AgentCapsule = {
               Effect.provideService(Sandbox, sandbox),
               Effect.provideService(Shell, shell),
               Effect.provideService(Trace, trace),
-              Option.isSome(completions) ? Effect.provideService(ShellCompletions, completions.value) : identity,
+              provideOption(ShellCompletions, completions),
+              provideOption(DelegationLauncher, launcher),
+              provideOption(DetachedRegistry, detached),
+              provideOption(DelegationTracker, delegations),
               Effect.flatMap((outcome) =>
                 outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: SESSION_ENDED }))
               )

@@ -19,6 +19,7 @@ import { effectiveLifecycle, type Lifecycle } from "../sandbox/manifest/Lifecycl
 import { ProjectError } from "../sandbox/ProjectError.js"
 import type { ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
+import { delegateTaskDefinition } from "./DelegateTask.js"
 import { driverAccess } from "./DriverAccess.js"
 import { systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
 import { agentWorkdirs, stageAgentWorkdir } from "./Staging.js"
@@ -67,6 +68,10 @@ export interface PreparedAgent {
   readonly hostEnv: Readonly<Record<string, string | undefined>>
   readonly lifecycle: Lifecycle
   readonly deadlineSeconds: number
+  /** `capabilities.spawn.allow`: the capsules `delegate-task` may start (empty: not offered). */
+  readonly spawnAllow: ReadonlyArray<string>
+  /** `lifecycle.delegation_deadline_secs`, or `MURMUR_DELEGATION_TIMEOUT_SECS` when set. */
+  readonly delegationDeadlineSecs: number
   /** Declared and achieved containment, and the host tier the shell's commands run under. */
   readonly containment: ContainmentDecision
   readonly warnings: ReadonlyArray<string>
@@ -151,6 +156,13 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       stripPatterns: shellCaps?.stripEnv ?? [],
       containment: shellContainment(containment.host, manifest.capabilities, options.hostEnv["PATH"])
     }
+    const spawnAllow = manifest.capabilities.spawn?.allow ?? []
+    const lifecycle = effectiveLifecycle(manifest)
+    const deadlineEnv = options.hostEnv["MURMUR_DELEGATION_TIMEOUT_SECS"]
+    const deadlineOverride = deadlineEnv === undefined || !/^\d{1,9}$/.test(deadlineEnv) ? 0 : Number(deadlineEnv)
+    if (deadlineEnv !== undefined && deadlineOverride === 0) {
+      warnings.push(`warning[W-RUN-030]: MURMUR_DELEGATION_TIMEOUT_SECS=${JSON.stringify(deadlineEnv)} is not a positive number of seconds; lifecycle.delegation_deadline_secs (${lifecycle.delegationDeadlineSecs}) applies`)
+    }
     return {
       project,
       sessionId: options.sessionId,
@@ -164,15 +176,18 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       allowlist: manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
       artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map(artifactData),
       skills,
-      toolList: staged.toolList,
+      // The runtime-owned tool comes first, as it is dispatched first (§4.4 step 0).
+      toolList: spawnAllow.length > 0 ? [delegateTaskDefinition(spawnAllow), ...staged.toolList] : staged.toolList,
       system: systemPrompt(manifest.name, manifest.version, prompt),
       systemPromptText: prompt,
       systemPromptSource: prompt === undefined ? "none" : "manifest",
       shell,
       runtimeVars,
       hostEnv: options.hostEnv,
-      lifecycle: effectiveLifecycle(manifest),
+      lifecycle,
       deadlineSeconds: limits.deadlineSeconds,
+      spawnAllow,
+      delegationDeadlineSecs: deadlineOverride > 0 ? deadlineOverride : lifecycle.delegationDeadlineSecs,
       containment,
       warnings
     } satisfies PreparedAgent

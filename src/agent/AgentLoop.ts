@@ -14,11 +14,15 @@ import { Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
 import { guestLog } from "../sandbox/ScriptLaunch.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
+import { DelegationTracker } from "../services/DelegationTracker.js"
+import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { Shell } from "../services/Shell.js"
 import { laneOf } from "../services/Task.js"
 import { Trace } from "../services/Trace.js"
 import type { TaskExitStatus } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
+import { delegateTask } from "./DelegateTask.js"
+import { DelegationLauncher } from "./DelegationLauncher.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { tokenCounter } from "./Tokens.js"
 import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
@@ -91,6 +95,10 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const countTokens = yield* tokenCounter
     // Outside a session that delivers completions (a library caller's own loop), nobody waits.
     const completions = yield* Effect.serviceOption(ShellCompletions)
+    // Present when the capsule may delegate; the residue sources when the session has them.
+    const launcher = yield* Effect.serviceOption(DelegationLauncher)
+    const detachedWork = yield* Effect.serviceOption(DetachedRegistry)
+    const delegations = yield* Effect.serviceOption(DelegationTracker)
     const started = Date.now()
     const counts: TaskCounts = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 }
     const phase = { name: "turn" as "turn" | "inference" | "input", turn: 0 }
@@ -138,6 +146,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       origin: input.provenance.origin,
       trust: input.provenance.trust,
       lane: laneOf(input.provenance.origin),
+      ...(input.provenance.delegationId === undefined ? {} : { delegation_id: input.provenance.delegationId }),
       message_parts_bytes: Buffer.byteLength(input.text)
     }))
 
@@ -169,6 +178,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         runTool: (name, spec, data) => runGuest(name, spec, data, toolHost()),
         timedOut: () => timedOut,
         record: (type, parentId, fields) => traced(trace.record(type, parentId, fields)),
+        delegate: Option.isNone(launcher) || launcher.value.allowed.length === 0 ? undefined : (callInput) =>
+          delegateTask(launcher.value, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
         follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion, input.provenance.trust) })
       }, call, turn, parent))
 
@@ -264,12 +275,15 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       Effect.onInterrupt(() =>
         Effect.gen(function*() {
           writeResult(prepared.workdir, "error: task canceled")
+          // What keeps running after this cancel (spec §7.3), named as the residue names it.
+          const work = Option.isSome(detachedWork) ? yield* detachedWork.value.list() : []
+          const children = Option.isSome(delegations) ? yield* delegations.value.list() : []
           yield* trace.record("task_canceled", taskNode, {
             task_id: input.taskId,
             turn: phase.turn,
             phase: phase.name,
-            detached_work_ids: [],
-            delegation_ids: []
+            detached_work_ids: work.map((item) => item.work_id),
+            delegation_ids: children.map((item) => item.delegation_id)
           })
           yield* endTask("canceled")
         }).pipe(Effect.ignore)

@@ -14,6 +14,7 @@ import { CapsuleFailure } from "../services/Capsule.js"
 import type { DetachedInfo, Shell } from "../services/Shell.js"
 import type { FieldsOf } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
+import { DELEGATE_TASK } from "./DelegateTask.js"
 import { fenceToolResult, metadataValue, resultText, type ToolCall } from "./DriverProtocol.js"
 
 export interface TaskCounts {
@@ -33,6 +34,8 @@ export interface DispatchEnv {
   /** Whether a request-input of this task timed out (the task then fails `input-timeout`). */
   readonly timedOut: () => boolean
   readonly record: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<string, CapsuleFailure>
+  /** `delegate-task` (./DelegateTask.ts), when the capsule may delegate. */
+  readonly delegate?: ((input: unknown) => Effect.Effect<ToolResultData>) | undefined
   /** Hands a detached command's completion on (./ShellCompletions.ts). */
   readonly follow: (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>) => Effect.Effect<void>
 }
@@ -72,6 +75,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         })
         return { result, text } satisfies Dispatched
       })
+    // Step 0: runtime-owned tools are intercepted before anything the capsule declares.
+    if (call.name === DELEGATE_TASK && env.delegate !== undefined) return yield* toolCallLine(yield* env.delegate(call.input))
     if (env.prepared.shell.allow.includes(call.name)) {
       env.counts.shellCalls++
       const parsed = parseShellInput(data)

@@ -11,7 +11,7 @@
  */
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { Console, Duration, Effect, Layer, Option } from "effect"
+import { Console, Duration, Effect, Either, Layer, Option } from "effect"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveLifecycle, receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
 import { mintId } from "../services/Ids.js"
@@ -19,6 +19,8 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
+import { DelegationTracker } from "../services/DelegationTracker.js"
+import { awaitDelegations, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
 import { agentSession, type AgentServeOptions } from "./AgentServe.js"
 import { exitWith } from "./Exit.js"
 import { reportLaunchFailure } from "./LaunchFailure.js"
@@ -66,8 +68,18 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
     const lifecycle = effectiveLifecycle(project.manifest)
     // `queue` + `sleep`: the session outlives its first task and keeps taking tasks until stopped.
     const sleeps = receivesBackgroundTasks(lifecycle)
-    const door = lifecycle.taskAcceptance === "none" ? "none" as const : sleeps ? "queue" as const : "single" as const
-    const agent = yield* agentSession(project, { ...options, acceptance: { door, registry: door === "queue" ? "queue" : "single" } })
+    // A capsule that may delegate takes its children's completions as tasks (./DelegatedRun.ts).
+    const delegating = (project.manifest.capabilities.spawn?.allow.length ?? 0) > 0
+    const door = lifecycle.taskAcceptance === "none" ? "none" as const : sleeps || delegating ? "queue" as const : "single" as const
+    const spawner = spawnerOf(options.hostEnv)
+    if (Either.isLeft(spawner)) return yield* reportLaunchFailure("E-RUN-020", spawner.left, options.json)
+    const handle = spawner.right
+    const startedAtMs = Date.now()
+    const agent = yield* agentSession(project, {
+      ...options,
+      acceptance: { door, registry: door === "queue" ? "queue" : "single" },
+      lineage: handle === undefined ? undefined : { spawnedBy: handle.sessionId, delegationId: handle.delegationId }
+    })
     for (const warning of agent.warnings) yield* Console.error(warning)
     const { workdir } = agent
     /** The `exit` line (or the two human lines); exit status 1 unless the task completed. */
@@ -139,7 +151,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         taskId = first.value.id
       }
       const settled = yield* settle(registry, taskId)
-      if (!sleeps) return settled
+      if (!sleeps) return delegating ? { _tag: "Settled", task: yield* awaitDelegations(registry, yield* DelegationTracker, settled.task) } satisfies Settled : settled
       rmSync(join(workdir, "task.md"), { force: true })
       // The run's outcome is its last settled task when a signal ends the session.
       let last = settled
@@ -174,5 +186,16 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       return yield* reportLaunchFailure("E-RUN-011", `no task arrived within ${options.idleTimeoutSecs} s`, options.json, workdir)
     }
     yield* report(outcome)
+    if (handle !== undefined) {
+      const resultPath = join(workdir, "out", "result.txt")
+      yield* reportToSpawner(handle, {
+        capsuleName: project.manifest.name,
+        capsuleVersion: project.manifest.version,
+        sessionId: options.sessionId,
+        workdir,
+        sessionWorkdir: agent.sessionWorkdir,
+        startedAtMs
+      }, outcome.task, existsSync(resultPath) ? resultPath : undefined)
+    }
     if (outcome.task.state !== "completed") return yield* exitWith(1)
   })

@@ -9,9 +9,11 @@
  * `MURMUR_CAPSULE_URL` (`localhost:<port>`) is added once the door is bound, so `--port 0`
  * gets it too.
  */
+import { NodeContext } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { AgentCapsule } from "../agent/AgentCapsule.js"
+import { AgentCapsule, type Lineage } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
+import { DelegationLauncher, defaultRuntime } from "../agent/DelegationLauncher.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
 import { boundUrl } from "../http/Door.js"
 import { SessionLive, type SessionOptions } from "../layers/Main.js"
@@ -39,6 +41,10 @@ export interface AgentServeOptions {
   readonly hostEnv: Readonly<Record<string, string | undefined>>
   /** Overrides the manifest's task acceptance (`run`: the door's and the registry's). */
   readonly acceptance?: { readonly door: TaskAcceptance; readonly registry: TaskAcceptance }
+  /** A delegated child's lineage (from `MURMUR_SPAWNER`), for its `session_start`. */
+  readonly lineage?: Lineage | undefined
+  /** How a delegation starts this runtime; default `[node, dist/main.js]`. */
+  readonly runtime?: ReadonlyArray<string>
 }
 
 /** Prepares the agent capsule and returns its session layer (door included), its workdir and its warnings. */
@@ -70,7 +76,16 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       ...(options.limits === undefined ? {} : { eventLog: { capacityBytes: options.limits.replayBytes } }),
       runner: { inputTimeoutMs: inputTimeoutMs(prepared.lifecycle) }
     }
-    const capsule = AgentCapsule.layer(prepared, boundUrl).pipe(Layer.provide(Shell.layer()))
+    // Only a capsule that may delegate gets a launcher (and so the `delegate-task` tool).
+    const launcher = prepared.spawnAllow.length === 0 ? Layer.empty : DelegationLauncher.layer({
+      capsuleDirectory: project.directory,
+      workdir: prepared.workdir,
+      sessionId: prepared.sessionId,
+      allow: prepared.spawnAllow,
+      deadlineSecs: prepared.delegationDeadlineSecs,
+      runtime: options.runtime ?? defaultRuntime(process.execPath)
+    }, boundUrl).pipe(Layer.provide(NodeContext.layer))
+    const capsule = AgentCapsule.layer(prepared, boundUrl, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
     const completions = ShellCompletions.layer.pipe(Layer.provideMerge(trace))
     // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
@@ -79,5 +94,5 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       Layer.provideMerge(SessionLive(capsule, session)),
       Layer.provide(completions)
     )
-    return { layer, workdir: prepared.workdir, warnings: prepared.warnings }
+    return { layer, workdir: prepared.workdir, sessionWorkdir: prepared.sessionWorkdir, warnings: prepared.warnings }
   })

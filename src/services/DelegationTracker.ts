@@ -1,6 +1,8 @@
 /**
  * Live delegations to child capsules (`dlg_` ids). Cancel and session stop name them in their
- * residue; the children keep running and report through completion messages.
+ * residue; the children keep running and report through completion messages. The launcher
+ * (src/agent/DelegationLauncher.ts) records a child once its door listens and removes it when
+ * the child ends; its id is minted before the launch, since the child is told it.
  */
 import { Context, Effect, Layer } from "effect"
 import { mintId } from "./Ids.js"
@@ -15,7 +17,8 @@ export interface Delegation {
 }
 
 export class DelegationTracker extends Context.Tag("capsule-runtime/services/DelegationTracker")<DelegationTracker, {
-  readonly record: (delegation: Omit<Delegation, "delegation_id">) => Effect.Effect<Delegation>
+  /** Records a live delegation; a `delegation_id` is minted unless the caller already did. */
+  readonly record: (delegation: Omit<Delegation, "delegation_id"> & { readonly delegation_id?: string }) => Effect.Effect<Delegation>
   /** Every live delegation, sorted by `delegation_id`. */
   readonly list: () => Effect.Effect<ReadonlyArray<Delegation>>
   readonly remove: (delegationId: string) => Effect.Effect<boolean>
@@ -25,7 +28,7 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
     return DelegationTracker.of({
       record: (delegation) =>
         Effect.sync(() => {
-          const item = { delegation_id: mintId("dlg"), ...delegation }
+          const item: Delegation = { ...delegation, delegation_id: delegation.delegation_id ?? mintId("dlg") }
           items.set(item.delegation_id, item)
           return item
         }),

@@ -146,7 +146,6 @@ containment: " sealed "`))
     // Every key not acted on is named (./ManifestKeys.test.ts walks them all); none is refused.
     assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
       ["W-RUN-001", "capabilities.peer_fetch"],
-      ["W-RUN-001", "capabilities.spawn"],
       ["W-RUN-001", "capabilities.resources.cgroup_cpu_percent"],
       ["W-RUN-001", "capabilities.state"],
       ["W-RUN-001", "capabilities.conversation"],
@@ -231,8 +230,7 @@ network: { internal_port: 14159 }
 `)
     assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
       ["W-RUN-001", "context.max_tokens"],
-      ["W-RUN-001", "network.internal_port"],
-      ["W-RUN-001", "lifecycle.delegation_deadline_secs"]
+      ["W-RUN-001", "network.internal_port"]
     ])
     assert.isTrue(isAgentCapsule(manifest))
     assert.deepStrictEqual(manifest.inference?.driver, { artifact: "d", configJson: "{\"anything\":[1]}" })

@@ -201,11 +201,6 @@ describe("the session blocks: accepted", () => {
       { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" },
       {
         code: "W-RUN-001",
-        message: "'lifecycle.delegation_deadline_secs' is accepted but not acted on by capsule-runtime (TypeScript) yet: delegate-task is not offered by this runtime yet, so no delegation has a deadline",
-        path: "lifecycle.delegation_deadline_secs"
-      },
-      {
-        code: "W-RUN-001",
         message: "'lifecycle.conversation: threaded' is accepted but not acted on by capsule-runtime (TypeScript) yet: every task starts a fresh conversation, as under 'stateless'",
         path: "lifecycle.conversation"
       }

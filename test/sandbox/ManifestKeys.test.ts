@@ -38,7 +38,6 @@ const dispositionOf = (path: string) => {
 /** A value of the right type for each warned key, and the block it needs around it. */
 const SAMPLES: Readonly<Record<string, string>> = {
   "capabilities.peer_fetch": "capabilities: { peer_fetch: { allow: [localhost:4000] } }",
-  "capabilities.spawn": "capabilities: { spawn: { allow: [helper] } }",
   "capabilities.resources.cgroup_memory_bytes": "capabilities: { resources: { cgroup_memory_bytes: 1000 } }",
   "capabilities.resources.cgroup_pids_max": "capabilities: { resources: { cgroup_pids_max: 10 } }",
   "capabilities.resources.cgroup_cpu_percent": "capabilities: { resources: { cgroup_cpu_percent: 50 } }",
@@ -60,7 +59,6 @@ const SAMPLES: Readonly<Record<string, string>> = {
   "trace.retain": "trace: { retain: { max_sessions: 3 } }",
   "network.internal_port": "network: { internal_port: 8080 }",
   "lifecycle.max_task_reopens": "lifecycle: { max_task_reopens: 2 }",
-  "lifecycle.delegation_deadline_secs": "lifecycle: { delegation_deadline_secs: 60 }",
   "exports.files": "exports: { files: { root: out, mode: read-only } }",
   "exports.peer_files": "exports: { peer_files: { root: out } }"
 }
@@ -124,7 +122,7 @@ describe("every manifest key is enforced, refused or warned", () => {
   }
 
   it("a manifest declaring only enforced keys earns no warning", () => {
-    const parsed = Either.getOrThrow(parseManifest(agent("capabilities: { network: { allow: [localhost:1] }, filesystem: { read_only: [docs] }, containment: advisory, resources: { cpu_seconds: 5, max_open_files: 64 } }\nlifecycle: { task_acceptance: queue, shell_grace_secs: 2 }\ntrace: { capture: meta }")))
+    const parsed = Either.getOrThrow(parseManifest(agent("capabilities: { network: { allow: [localhost:1] }, filesystem: { read_only: [docs] }, containment: advisory, resources: { cpu_seconds: 5, max_open_files: 64 }, spawn: { allow: [helper] } }\nlifecycle: { task_acceptance: queue, shell_grace_secs: 2, delegation_deadline_secs: 60 }\ntrace: { capture: meta }")))
     expect(parsed.warnings).toEqual([])
   })
 })
