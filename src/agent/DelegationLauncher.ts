@@ -292,7 +292,8 @@ const make = <R>(options: LauncherOptions, doorUrl: Effect.Effect<string, never,
           }).pipe(Effect.ignore)
 
         const ended = yield* Fiber.join(exited).pipe(Effect.timeoutOption(Duration.seconds(options.deadlineSecs)))
-        yield* tracker.remove(launch.delegationId)
+        // The delegation stays live until its outcome is delivered: `run` ends when none is live.
+        yield* Effect.addFinalizer(() => tracker.remove(launch.delegationId))
         if (ended._tag === "None") {
           yield* killGroup
           const outcome = yield* deliverOutcome(launch.target, records, {
