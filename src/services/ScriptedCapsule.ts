@@ -111,6 +111,8 @@ export const makeScriptedCapsule = (config: ScriptedCapsuleConfig) =>
             Effect.map((work) => done(`detached ${work.work_id}`))
           )
         case "/delegate":
+          // A demo of the residue only: no child starts and no completion comes (the real
+          // thing is `delegate-task`, src/agent/DelegationLauncher.ts), and the entry stays.
           return delegations.record({
             capsule: args[0] ?? "child",
             version: args[1] ?? "0.1.0",
