@@ -241,12 +241,27 @@ describe("delegate-task, end to end", () => {
     expect(events(parentRun.workdir, "delegation").map((line) => line.status)).toEqual(["ok", "ok"])
   }, 30000)
 
-  it("a parent sent SIGTERM mid-delegation leaves no child process (by pid and process group)", async () => {
+  it("session/stop lists the live delegation as residue; a parent then sent SIGTERM leaves no child process (by pid and process group)", async () => {
     const parentRun = run(join(base, "parent"), "delegate slow-child x")
     const started = await until("delegation_start", () => events(parentRun.workdir, "delegation_start")[0])
     const pid = started.pid as number
     // The child's own shell command (sleep 30) is running in the child's group.
     await until("the child's sleep", () => groupMembers(pid).split("\n").length >= 2 ? true : undefined)
+    // session/stop names the live delegation as residue and leaves it running (spec §7.2–7.3).
+    const stopped = await fetch(parentRun.lines[0]!.url as string, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "session/stop", params: {} })
+    }).then((response) => response.json() as Promise<{ result: { residue: ReadonlyArray<Record<string, unknown>> } }>)
+    expect(stopped.result.residue).toEqual([{
+      capsule: "slow-child",
+      child_session_id: started.child_session_id,
+      child_workdir: `delegations/${started.delegation_id as string}`,
+      delegation_id: started.delegation_id,
+      kind: "delegation",
+      version: "1.2.3"
+    }])
+    expect(alive(pid)).toBe(true)
     parentRun.proc.kill("SIGTERM")
     await parentRun.exit
     await until("the child to be gone", () => (alive(pid) ? undefined : true), 6000)
