@@ -245,8 +245,9 @@ describe("delegate-task, end to end", () => {
     const parentRun = run(join(base, "parent"), "delegate slow-child x")
     const started = await until("delegation_start", () => events(parentRun.workdir, "delegation_start")[0])
     const pid = started.pid as number
-    // The child's own shell command (sleep 30) is running in the child's group.
-    await until("the child's sleep", () => groupMembers(pid).split("\n").length >= 2 ? true : undefined)
+    // The child has asked for its shell command (sleep 30), so it is mid-task.
+    const childWorkdir = join(parentRun.workdir, "delegations", started.delegation_id as string)
+    await until("the child's sleep", () => traceOf(childWorkdir).some((line) => line.event_type === "inference" && line.tool_name === "sleep") ? true : undefined, 25000)
     // session/stop names the live delegation as residue and leaves it running (spec §7.2–7.3).
     const stopped = await fetch(parentRun.lines[0]!.url as string, {
       method: "POST",
