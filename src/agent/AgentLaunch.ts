@@ -17,6 +17,7 @@ import { type GrantContext, toolGrant } from "../sandbox/Grants.js"
 import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
 import { effectiveLifecycle, type Lifecycle } from "../sandbox/manifest/Lifecycle.js"
 import { ProjectError } from "../sandbox/ProjectError.js"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import type { ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
 import { delegateTaskDefinition } from "./DelegateTask.js"
@@ -90,7 +91,11 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     }
     const containment = yield* containmentFor(manifest.capabilities, options.hostEnv)
     const { accessible: workdir, session: sessionWorkdir } = agentWorkdirs(project.directory, options.sessionId, options.workdir)
-    mkdirSync(join(workdir, "out"), { recursive: true })
+    mkdirSync(workdir, { recursive: true })
+    yield* Effect.try({
+      try: () => WorkdirFs.makeDirectory(workdir, "out"),
+      catch: (error) => new ProjectError({ code: "E-RUN-002", message: `cannot prepare ${workdir}: ${(error as Error).message}` })
+    })
     const runtimeVars: Record<string, string> = {
       MURMUR_INFERENCE_TRANSPORT: inference.transport,
       MURMUR_INFERENCE_ENDPOINT: inference.endpoint ?? "",

@@ -5,14 +5,14 @@
  * (§4.4: shell allowlist, skill, WASM tool, else the dispatch error fed back to the model). Every
  * tool result becomes one `artifact` event; trace lines go through `Trace`; `out/result.txt` is
  * always written. Interruption (cancel) stops at once: the worker in flight is terminated by the
- * Sandbox's scope, and nothing after it runs.
+ * Sandbox's scope, and nothing after it runs. `task.md`, `out/result.txt` and `logs/guest.log` are
+ * opened without following links (../sandbox/WorkdirFs.ts): a task that meets one (a tool may
+ * plant it) fails naming it, and nothing is read or written where it leads.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
-import { writeFile } from "node:fs/promises"
-import { join } from "node:path"
 import { Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
 import { guestLog } from "../sandbox/ScriptLaunch.js"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
@@ -55,10 +55,11 @@ export interface AgentOutcome {
 /** A host-side error: the task fails with this message (`driver invocation failed: …`). */
 export class AgentHostError extends Error {}
 
-export const writeResult = (workdir: string, text: string) => {
-  mkdirSync(join(workdir, "out"), { recursive: true })
-  writeFileSync(join(workdir, "out", "result.txt"), text)
-}
+export const writeResult = (workdir: string, text: string) => WorkdirFs.attempt(() => WorkdirFs.write(workdir, "out/result.txt", text))
+
+/** On a path that already fails the task: a refused `out/result.txt` is only logged. */
+const writeFailedResult = (workdir: string, text: string) =>
+  writeResult(workdir, text).pipe(Effect.catchAll((error) => Effect.logWarning(`out/result.txt not written: ${error.message}`)))
 
 const noInput: GuestHost["requestInput"] = () => Effect.fail({ message: "request-input is not available to a driver" })
 
@@ -129,7 +130,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
 
     // Written while the first driver call runs (the driver does not read it); tools, which may,
     // and the task's end wait for it.
-    const taskFile = yield* Effect.fork(Effect.promise(() => writeFile(join(prepared.workdir, "task.md"), input.text)))
+    const taskFile = yield* Effect.fork(WorkdirFs.attempt(() => WorkdirFs.write(prepared.workdir, "task.md", input.text)))
     // A task from the wire is announced before it starts (§4.1 step 2); one the host started is not.
     if (input.provenance.hostSource === undefined) {
       yield* traced(trace.record("a2a_task_received", undefined, {
@@ -169,8 +170,9 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const runGuest = (name: string, spec: ToolSpec, data: string, host: GuestHost) =>
       sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host })
 
+    // A refused task.md fails the task at its end; tools meanwhile run without it.
     const dispatch = (call: ToolCall, turn: number, parent: string) =>
-      Effect.zipRight(Fiber.join(taskFile), dispatchTool({
+      Effect.zipRight(Effect.ignore(Fiber.join(taskFile)), dispatchTool({
         prepared,
         taskId: input.taskId,
         counts,
@@ -267,14 +269,14 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const outcome = yield* loop.pipe(
       Effect.catchIf((error): error is AgentHostError => error instanceof AgentHostError, (error) =>
         Effect.gen(function*() {
-          writeResult(prepared.workdir, `error: ${error.message}`)
+          yield* writeFailedResult(prepared.workdir, `error: ${error.message}`)
           yield* traced(endTask("failed"))
           return yield* new CapsuleFailure({ message: `driver invocation failed: ${error.message}` })
         })),
-      Effect.tapError((error) => error.message === "input-timeout" ? Effect.sync(() => writeResult(prepared.workdir, "error: input-timeout")).pipe(Effect.zipRight(Effect.ignore(endTask("failed")))) : Effect.void),
+      Effect.tapError((error) => error.message === "input-timeout" ? writeFailedResult(prepared.workdir, "error: input-timeout").pipe(Effect.zipRight(Effect.ignore(endTask("failed")))) : Effect.void),
       Effect.onInterrupt(() =>
         Effect.gen(function*() {
-          writeResult(prepared.workdir, "error: task canceled")
+          yield* writeFailedResult(prepared.workdir, "error: task canceled")
           // What keeps running after this cancel (spec §7.3), named as the residue names it.
           const work = Option.isSome(detachedWork) ? yield* detachedWork.value.list() : []
           const children = Option.isSome(delegations) ? yield* delegations.value.list() : []
@@ -289,8 +291,12 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         }).pipe(Effect.ignore)
       )
     )
-    yield* Fiber.join(taskFile)
-    writeResult(prepared.workdir, outcome.text)
+    const finished = yield* Effect.either(Effect.all([Fiber.join(taskFile), writeResult(prepared.workdir, outcome.text), log.refused]))
+    if (Either.isLeft(finished)) {
+      yield* writeFailedResult(prepared.workdir, `error: ${finished.left.message}`)
+      yield* traced(endTask("failed"))
+      return yield* new CapsuleFailure({ message: finished.left.message })
+    }
     yield* traced(endTask(outcome.exit))
     return outcome
   }).pipe(Effect.scoped)

@@ -5,6 +5,7 @@
  * Environment variables appear by name only: the trace must never carry their values, and under
  * `capture: meta` it is shared more widely than the host environment.
  */
+import { realpathSync } from "node:fs"
 import { relative } from "node:path"
 import { refusedAllowEntries } from "../sandbox/EnvGrant.js"
 import type { GuestGrant } from "../sandbox/GuestJob.js"
@@ -20,7 +21,8 @@ const sorted = (names: Iterable<string>) => [...names].sort()
 /** A guest's grant, paths relative to the accessible workdir (`.` = all of it): no host paths. */
 const guestReport = (workdir: string, role: "driver" | "tool", grant: GuestGrant) => ({
   role,
-  preopen: grant.preopen === undefined ? null : relative(workdir, grant.preopen) || ".",
+  // The preopen is a path without links (./Grants.ts), so the workdir is compared resolved too.
+  preopen: grant.preopen === undefined ? null : relative(realpathSync(workdir), grant.preopen) || ".",
   env: sorted(Object.keys(grant.env)),
   network: grant.network.map(ruleText),
   inference_gateway: grant.gateway !== undefined

@@ -5,7 +5,7 @@
  * covers (§3.5), then `MURMUR.md`. The model's tool list is built from the same staged entries
  * (parsed from the very text written), so it cannot disagree with `tools/`.
  */
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { Effect, Either } from "effect"
 import { stringify } from "yaml"
@@ -13,6 +13,7 @@ import { artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject
 import { type ArtifactManifest, parseArtifactManifest } from "../sandbox/manifest/ArtifactManifest.js"
 import { MANIFEST_FILENAME } from "../sandbox/manifest/ManifestError.js"
 import { ProjectError } from "../sandbox/ProjectError.js"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { isShellInterpreter, SHELL_TOOL_INPUT_SCHEMA, shellToolDescription } from "../sandbox/ShellGrant.js"
 import { buildToolList, type InventoryItem, itemDescription, MURMUR_MD_NOTICE, type ToolDefinition } from "./DriverProtocol.js"
 
@@ -216,17 +217,18 @@ export const stageAgentWorkdir = (
     const entries = all.filter((entry) => isSegment(entry.name))
     const toolList = buildToolList(entries, project.manifest.inference?.systemPromptArtifact)
     const { accessible, session } = options.workdirs
-    const tools = join(session, "tools")
+    const here = relative(accessible, session)
+    // Written beneath the accessible workdir without following a link (a guest or a shell may plant one).
+    const tools = join(here, "tools")
     yield* Effect.try({
       try: () => {
-        mkdirSync(tools, { recursive: true })
+        mkdirSync(accessible, { recursive: true })
+        WorkdirFs.makeDirectory(accessible, tools)
         for (const entry of entries) {
-          mkdirSync(join(tools, entry.name), { recursive: true })
-          writeFileSync(join(tools, entry.name, MANIFEST_FILENAME), entry.text)
-          if (entry.skillText !== undefined) writeFileSync(join(tools, entry.name, "skill.md"), entry.skillText)
+          WorkdirFs.write(accessible, join(tools, entry.name, MANIFEST_FILENAME), entry.text)
+          if (entry.skillText !== undefined) WorkdirFs.write(accessible, join(tools, entry.name, "skill.md"), entry.skillText)
         }
-        const here = relative(accessible, session)
-        writeFileSync(join(session, "MURMUR.md"), murmurMd({ ...options, project, here, entries, toolList }))
+        WorkdirFs.write(accessible, join(here, "MURMUR.md"), murmurMd({ ...options, project, here, entries, toolList }))
       },
       catch: (error) => fail(`cannot stage ${session}: ${(error as Error).message}`)
     })

@@ -8,12 +8,14 @@
  * Under `task_acceptance: queue` + `after_task: sleep` the session outlives that task, as the
  * reference's loop does: `task.md` is deleted, later tasks (A2A, detached-shell completions) run
  * as they come, and a signal ends the run, whose outcome is then the last task that settled.
+ * `task.md` and `out/result.txt` are read without following links (../sandbox/WorkdirFs.ts).
  */
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Console, Duration, Effect, Either, Layer, Option } from "effect"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveLifecycle, receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
@@ -35,11 +37,8 @@ export interface AgentRunOptions extends Omit<AgentServeOptions, "acceptance"> {
 }
 
 /** `--task`, else `<workdir>/task.md` when it exists. */
-const localTask = (task: string | undefined, workdir: string): string | undefined => {
-  if (task !== undefined) return task
-  const path = join(workdir, "task.md")
-  return existsSync(path) ? readFileSync(path, "utf8") : undefined
-}
+const localTask = (task: string | undefined, workdir: string): Effect.Effect<string | undefined, WorkdirFs.WorkdirPathRefused> =>
+  task !== undefined ? Effect.succeed(task) : WorkdirFs.attempt(() => WorkdirFs.read(workdir, "task.md"))
 
 type Settled = { readonly _tag: "Settled"; readonly task: Task }
 type Outcome = Settled | { readonly _tag: "Idle" }
@@ -57,9 +56,14 @@ const statusOf = (task: Task) => (task.state === "completed" ? "ok" : "failed")
 
 /** `out/result.txt` (its first 2000 characters), when there is one. */
 const resultOf = (workdir: string): string | undefined => {
-  const path = join(workdir, "out", "result.txt")
-  if (!existsSync(path)) return undefined
-  const text = readFileSync(path, "utf8")
+  let text: string | undefined
+  try {
+    text = WorkdirFs.read(workdir, "out/result.txt")
+  } catch (error) {
+    if (error instanceof WorkdirFs.WorkdirPathRefused) return error.message
+    throw error
+  }
+  if (text === undefined) return undefined
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text
 }
 
@@ -108,7 +112,9 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         // A signal ends a sleeping run by interruption, which carries no status of its own.
         if (!ok) process.exitCode = 1
       })
-    const local = localTask(options.task, workdir)
+    const read = yield* Effect.either(localTask(options.task, workdir))
+    if (Either.isLeft(read)) return yield* reportLaunchFailure("E-RUN-002", read.left.message, options.json, workdir)
+    const local = read.right
     if (local === undefined && door === "none") {
       return yield* reportLaunchFailure(
         "E-RUN-011",

@@ -55,7 +55,8 @@ export const runCommand = Command.make("run", { dir, workdir, json, task, host, 
       }
     }).pipe(Effect.either)
     if (outcome._tag === "Left") {
-      return yield* reportLaunchFailure("E-RUN-001", outcome.left.message, options.json, prepared.workdir, outcome.left.stderr)
+      const stderr = outcome.left._tag === "SandboxError" ? outcome.left.stderr : undefined
+      return yield* reportLaunchFailure("E-RUN-001", outcome.left.message, options.json, prepared.workdir, stderr)
     }
     if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir }))
     else yield* Console.log(`status:  ok\nworkdir: ${prepared.workdir}`)

@@ -18,8 +18,13 @@ export interface LoadedGuest {
 
 /** Everything a guest may touch, built per instance. */
 export interface GuestGrant {
-  /** Host directory preopened as `.`; none: no filesystem at all. */
+  /** Host directory preopened as `.`, a path without links (./Grants.ts resolves it); none: no filesystem at all. */
   readonly preopen: string | undefined
+  /**
+   * `capabilities.filesystem.read_only`, made relative to the preopen (`""`: all of it): subtrees
+   * the guest may read but not change (./worker/GuestFs.ts). None: nothing is read-only.
+   */
+  readonly readOnly?: ReadonlyArray<string> | undefined
   readonly env: Readonly<Record<string, string>>
   readonly network: ReadonlyArray<NetworkRule>
   /** Linear-memory cap in bytes (already patched into the modules; used to classify traps). */

@@ -2,15 +2,14 @@
  * A script capsule served through the door (beyond the reference): each task writes its text to
  * `task.md` in the workdir, runs `run()` in a fresh worker, and completes with
  * `out/result.txt` as its answer. Its tools' chunks stream into the task, their request-input
- * puts the task in `input-required`, and cancelling the task terminates the worker.
+ * puts the task in `input-required`, and cancelling the task terminates the worker. Those files are
+ * opened without following links (./WorkdirFs.ts): a task that meets one fails, naming it.
  */
-import { existsSync } from "node:fs"
-import { readFile, rm, writeFile } from "node:fs/promises"
-import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { Sandbox } from "./Sandbox.js"
 import { type PreparedScript, runScript } from "./ScriptLaunch.js"
+import * as WorkdirFs from "./WorkdirFs.js"
 
 export const scriptInfo = (prepared: PreparedScript): CapsuleInfo => {
   const { manifest } = prepared.project
@@ -31,13 +30,16 @@ export const ScriptCapsule = {
       Capsule,
       Effect.gen(function*() {
         const sandbox = yield* Sandbox
-        const result = join(prepared.workdir, "out", "result.txt")
+        const { workdir } = prepared
+        const refused = (error: WorkdirFs.WorkdirPathRefused) => new CapsuleFailure({ message: error.message })
         return Capsule.of({
           info: scriptInfo(prepared),
           run: (input, io) =>
             Effect.gen(function*() {
-              yield* Effect.promise(() => writeFile(join(prepared.workdir, "task.md"), input.text))
-              yield* Effect.promise(() => rm(result, { force: true }))
+              yield* WorkdirFs.attempt(() => {
+                WorkdirFs.write(workdir, "task.md", input.text)
+                WorkdirFs.remove(workdir, "out/result.txt")
+              }).pipe(Effect.mapError(refused))
               let timedOut = false
               yield* runScript(prepared, {
                 inTask: true,
@@ -55,7 +57,7 @@ export const ScriptCapsule = {
               )
               // The reference fails a task whose input request timed out, whatever the capsule did next.
               if (timedOut) return yield* new CapsuleFailure({ message: "input-timeout" })
-              const response = existsSync(result) ? yield* Effect.promise(() => readFile(result, "utf8")) : ""
+              const response = yield* WorkdirFs.attempt(() => WorkdirFs.read(workdir, "out/result.txt") ?? "").pipe(Effect.mapError(refused))
               return { response }
             })
         })

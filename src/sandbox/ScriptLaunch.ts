@@ -18,6 +18,7 @@ import { sendPeerMessage } from "./PeerMessage.js"
 import type { ProjectError } from "./ProjectError.js"
 import { type GuestHost, type GuestOutcome, Sandbox, type ToolSpec } from "./Sandbox.js"
 import type { SandboxError } from "./SandboxError.js"
+import * as WorkdirFs from "./WorkdirFs.js"
 
 export interface LaunchOptions {
   readonly sessionId: string
@@ -83,18 +84,33 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
     } satisfies PreparedScript
   })
 
-/** Appends what guests write to stdout/stderr to `<workdir>/logs/guest.log` (never the host's fds). */
+/**
+ * Appends what guests write to stdout/stderr to `<workdir>/logs/guest.log` (never the host's
+ * fds), opened without following a link (./WorkdirFs.ts). When that open is refused the output
+ * is dropped and `refused` fails with the reason, for the run or task to fail with it.
+ */
 export const guestLog = (workdir: string) => {
   // Opened on the first write: most runs write nothing, and an open/close pair is on their path.
   let stream: WriteStream | undefined
+  let refusal: WorkdirFs.WorkdirPathRefused | undefined
   const open = () => {
-    mkdirSync(join(workdir, "logs"), { recursive: true })
-    return createWriteStream(join(workdir, "logs", "guest.log"), { flags: "a" })
+    try {
+      stream ??= createWriteStream("", { fd: WorkdirFs.openAppend(workdir, "logs/guest.log") })
+    } catch (error) {
+      if (!(error instanceof WorkdirFs.WorkdirPathRefused)) throw error
+      refusal = error
+    }
   }
   return {
-    write: (text: string) => Effect.sync(() => void (stream ??= open()).write(text)),
+    write: (text: string) =>
+      Effect.sync(() => {
+        if (refusal === undefined) open()
+        stream?.write(text)
+      }),
     // Flushes in the background: a cancel's answer must not wait for the disk.
-    close: Effect.sync(() => void stream?.end())
+    close: Effect.sync(() => void stream?.end()),
+    /** Fails when the log could not be opened (a link stood at `logs/` or `logs/guest.log`). */
+    refused: Effect.suspend(() => (refusal === undefined ? Effect.void : Effect.fail(refusal)))
   }
 }
 
@@ -104,8 +120,11 @@ export interface ScriptHost {
   readonly host: Omit<GuestHost, "sendMessage" | "stdout" | "stderr">
 }
 
-/** Runs the capsule's `run()` once in a fresh worker. */
-export const runScript = (prepared: PreparedScript, options: ScriptHost): Effect.Effect<GuestOutcome, SandboxError, Sandbox> =>
+/** Runs the capsule's `run()` once in a fresh worker; a refused `logs/guest.log` fails the run once it ends. */
+export const runScript = (
+  prepared: PreparedScript,
+  options: ScriptHost
+): Effect.Effect<GuestOutcome, SandboxError | WorkdirFs.WorkdirPathRefused, Sandbox> =>
   Effect.gen(function*() {
     const sandbox = yield* Sandbox
     const log = guestLog(prepared.workdir)
@@ -125,5 +144,5 @@ export const runScript = (prepared: PreparedScript, options: ScriptHost): Effect
         stdout: log.write,
         stderr: log.write
       }
-    }).pipe(Effect.ensuring(log.close))
+    }).pipe(Effect.ensuring(log.close), Effect.zipLeft(log.refused))
   })

@@ -17,12 +17,12 @@
  * proxy for `network.allow`, the workdir size budget. See docs/shell.md.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdir, writeFile } from "node:fs/promises"
-import { join } from "node:path"
+import { mkdir } from "node:fs/promises"
 import type { Writable } from "node:stream"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
 import { type CommandLine, containedCommand, type ShellContainment } from "../sandbox/containment/ShellContainment.js"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import {
   argvFor,
   type DetachedCompletion,
@@ -184,8 +184,8 @@ const terminate = (running: Running, killGraceMs: number) =>
 const writeLog = (workdir: string, name: string, content: string) =>
   Effect.tryPromise({
     try: async () => {
-      await mkdir(join(workdir, "logs"), { recursive: true })
-      await writeFile(join(workdir, "logs", name), content)
+      // Never through a link a command planted at logs/ or at the log's name (../sandbox/WorkdirFs.ts).
+      WorkdirFs.write(workdir, `logs/${name}`, content)
       return `logs/${name}`
     },
     catch: (error) => `failed to write shell log logs/${name}: ${(error as Error).message}`

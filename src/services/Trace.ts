@@ -8,13 +8,17 @@
  * closes it waits for lines in flight and writes nothing more. Each line is written through: one
  * awaited append under a lock, uninterruptible. So when `taskEnd` returns, the task's lines are in
  * the file. A failed write fails the call that made it with `TraceWriteFailed` (E-RUN-007, which
- * ends the session). What `trace.capture` keeps is described in docs/trace.md.
+ * ends the session). What `trace.capture` keeps is described in docs/trace.md. The directory sits
+ * in a workdir guests and commands write: it is held open from the start, and nothing beneath it
+ * is reached through a link (../sandbox/WorkdirFs.ts).
  */
 import { createHash } from "node:crypto"
-import { access, chmod, link, mkdir, open, unlink, writeFile } from "node:fs/promises"
+import { appendFile, chmodSync, close, linkSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { promisify } from "node:util"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { TraceCapture } from "../sandbox/manifest/SessionBlocks.js"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { mintId } from "./Ids.js"
 import {
   type FieldsOf,
@@ -83,17 +87,32 @@ export const encodeLine = (header: LineHeader, fields: object, omit: ReadonlyArr
   return `${JSON.stringify(line)}\n`
 }
 
-/** Writes `content` as `target` unless it exists: through a temporary file and `link`, so a blob is never partial or rewritten. */
-const storeOnce = async (target: string, temporary: string, content: string | Uint8Array): Promise<void> => {
-  const exists = await access(target).then(() => true, () => false)
-  if (exists) return
-  await writeFile(temporary, content, { flag: "wx", mode: 0o600 })
+const appendTo = promisify(appendFile)
+const closeFd = promisify(close)
+
+const exists = (path: string) => {
   try {
-    await link(temporary, target)
+    lstatSync(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Writes `content` as `target` unless it exists: through a temporary file and `link`, so a blob is never partial or rewritten. */
+const storeOnce = (target: string, temporary: string, content: string | Uint8Array): void => {
+  if (exists(target)) return
+  writeFileSync(temporary, content, { flag: "wx", mode: 0o600 })
+  try {
+    linkSync(temporary, target)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
   } finally {
-    await unlink(temporary).catch(() => undefined)
+    try {
+      unlinkSync(temporary)
+    } catch {
+      // already gone
+    }
   }
 }
 
@@ -142,18 +161,22 @@ export const makeTrace = (options: TraceOptions) =>
     let blobDirReady = false
     let temporaries = 0
 
-    const handle = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: async () => {
-          await mkdir(options.directory, { recursive: true })
-          return open(path, "a")
+    const directory = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => {
+          mkdirSync(options.directory, { recursive: true })
+          return WorkdirFs.hold(options.directory)
         },
         catch: (cause) => writeFailed(path, cause)
       }),
-      (handle) =>
+      (held) => Effect.sync(held.close)
+    )
+    const fd = yield* Effect.acquireRelease(
+      Effect.try({ try: () => WorkdirFs.openAppend(directory.root, "trace.jsonl"), catch: (cause) => writeFailed(path, cause) }),
+      (fd) =>
         lock.withPermits(1)(Effect.suspend(() => {
           closed = true
-          return Effect.tryPromise(() => handle.close()).pipe(
+          return Effect.tryPromise(() => closeFd(fd)).pipe(
             Effect.catchAll((error) => Effect.logWarning("closing trace.jsonl failed", error))
           )
         }))
@@ -172,7 +195,7 @@ export const makeTrace = (options: TraceOptions) =>
           fields,
           omitted[eventType]
         )
-        yield* Effect.tryPromise({ try: () => handle.appendFile(text), catch: (cause) => writeFailed(path, cause) })
+        yield* Effect.tryPromise({ try: () => appendTo(fd, text), catch: (cause) => writeFailed(path, cause) })
         return eventId
       })).pipe(Effect.uninterruptible)
 
@@ -181,16 +204,16 @@ export const makeTrace = (options: TraceOptions) =>
       const sha256 = sha256Hex(content)
       const target = join(blobDir, sha256)
       if (!storedBlobs.has(sha256)) {
-        const temporary = join(blobDir, `.${sha256}.${process.pid}.${temporaries++}.tmp`)
-        yield* Effect.tryPromise({
-          try: async () => {
-            if (!blobDirReady) {
-              await mkdir(blobDir, { recursive: true, mode: 0o700 })
-              await chmod(blobDir, 0o700)
-              blobDirReady = true
-            }
-            await storeOnce(target, temporary, content)
-          },
+        const temporary = `.${sha256}.${process.pid}.${temporaries++}.tmp`
+        yield* Effect.try({
+          try: () =>
+            WorkdirFs.inDirectory(directory.root, "blobs", (entry) => {
+              if (!blobDirReady) {
+                chmodSync(entry("."), 0o700)
+                blobDirReady = true
+              }
+              storeOnce(entry(sha256), entry(temporary), content)
+            }),
           catch: (cause) => writeFailed(target, cause)
         }).pipe(Effect.uninterruptible)
         storedBlobs.add(sha256)

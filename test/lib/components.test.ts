@@ -40,7 +40,11 @@ const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; r
   "capsule-trap": { imports: [], exports: [CAPSULE_RUN] },
   "scripted-driver": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
   "capsule-send-message": { imports: ["murmur:message/send@0.1.0"], exports: [CAPSULE_RUN] },
-  "capsule-manage": { imports: ["murmur:artifact-manager/manage@0.1.0"], exports: [CAPSULE_RUN] }
+  "capsule-manage": { imports: ["murmur:artifact-manager/manage@0.1.0"], exports: [CAPSULE_RUN] },
+  "capsule-plant-links": { imports: [], exports: [CAPSULE_RUN] },
+  "tool-plant-links": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
+  "capsule-ro-probe": { imports: [], exports: [CAPSULE_RUN] },
+  "tool-ro-probe": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] }
 }
 
 const murmur = (names: ReadonlyArray<string>) => names.filter((n) => n.startsWith("murmur:")).sort()

@@ -42,6 +42,8 @@ export interface FixtureSpec {
   readonly world: string
   /** What the guest does (mirrors the reference's fixture catalogue, sandbox spec §7). */
   readonly behaviour: string
+  /** JS modules it imports besides js/lib.js (part of its digest). */
+  readonly helpers?: ReadonlyArray<string>
 }
 
 export const fixtures = {
@@ -153,6 +155,39 @@ export const fixtures = {
     source: "wat/capsule-trap.wat",
     world: "capsule-stderr",
     behaviour: "writes \"about to trap\\n\" to stderr, then traps (unreachable)"
+  },
+  "capsule-plant-links": {
+    kind: "js",
+    source: "js/capsule-plant-links.js",
+    world: "capsule-env-fs",
+    helpers: ["js/fs-probe.js"],
+    behaviour: "writes env RESULT (if set) to ./out/result.txt, then plants the symbolic links env PLANT names " +
+      "(\"link=>target|…\"), one line each (ok | refused:<code>) to ./plant-report.txt; then env SAY (if set) to stderr"
+  },
+  "tool-plant-links": {
+    kind: "js",
+    source: "js/tool-plant-links.js",
+    world: "driver",
+    helpers: ["js/fs-probe.js"],
+    behaviour: "input.data {\"plant\": [[link, target], …]}: plants each symbolic link in its preopen; returns passed, " +
+      "data = one line each (ok | refused:<code>)"
+  },
+  "capsule-ro-probe": {
+    kind: "js",
+    source: "js/capsule-ro-probe.js",
+    world: "capsule-env-fs",
+    helpers: ["js/fs-probe.js"],
+    behaviour: "tries every change to the subtree env RO (default ro: keep.txt and an empty sub/): create, overwrite, append, " +
+      "truncate, unlink, rename out and in, mkdir, symlink, rmdir, hard link, set-times, a normalised path, a link into it; " +
+      "then a write outside; one line each (ok | refused:<code>) to ./out/result.txt"
+  },
+  "tool-ro-probe": {
+    kind: "js",
+    source: "js/tool-ro-probe.js",
+    world: "driver",
+    helpers: ["js/fs-probe.js"],
+    behaviour: "the capsule-ro-probe steps from a tool, on the subtree input.data names (a JSON string, default ro); " +
+      "the lines to ./ro-report.txt and as the result's data"
   }
 } as const satisfies Record<string, FixtureSpec>
 
@@ -271,7 +306,7 @@ const buildWat = async (spec: FixtureSpec): Promise<Uint8Array> => {
 }
 
 const inputsDigest = (spec: FixtureSpec): string => {
-  const files = spec.kind === "js" ? [spec.source, ...JS_HELPERS] : [spec.source]
+  const files = spec.kind === "js" ? [spec.source, ...JS_HELPERS, ...(spec.helpers ?? [])] : [spec.source]
   return sha256(
     builderVersion(),
     spec.kind,

@@ -419,12 +419,25 @@ describe("Trace", () => {
         assert.strictEqual(error.path, join(file, "ses", "trace.jsonl"))
       }))
 
-    it.effect("a line that cannot be written fails the call that wrote it", () =>
+    it.effect("a trace.jsonl planted as a link fails the layer; nothing is written where it leads", () =>
       Effect.gen(function*() {
         const dir = sessionDir()
-        symlinkSync("/dev/full", tracePath(dir))
+        const elsewhere = join(sessionDir(), "victim.txt")
+        writeFileSync(elsewhere, "untouched")
+        symlinkSync(elsewhere, tracePath(dir))
         const exit = yield* Effect.exit(withTrace(dir, "meta", (trace) => trace.sessionStart(sessionStartFields())))
-        assert.match(isTraceWriteFailed(exit).message, /ENOSPC/)
+        assert.match(isTraceWriteFailed(exit).message, /trace\.jsonl is a symbolic link; refusing to follow it/)
+        assert.strictEqual(readFileSync(elsewhere, "utf8"), "untouched")
+      }))
+
+    it.effect("blobs/ planted as a link is refused; no blob lands where it leads", () =>
+      Effect.gen(function*() {
+        const dir = sessionDir()
+        const elsewhere = sessionDir()
+        symlinkSync(elsewhere, join(dir, "blobs"))
+        const exit = yield* Effect.exit(withTrace(dir, "content", (trace) => trace.blob("body")))
+        assert.match(isTraceWriteFailed(exit).message, /blobs is a symbolic link/)
+        assert.deepStrictEqual(readdirSync(elsewhere), [])
       }))
 
     it.effect("a blob that cannot be stored fails with TraceWriteFailed", () =>

@@ -1,8 +1,8 @@
 /**
  * The WASI 0.2 imports of one guest instance, built from its grant alone. Nothing comes from
  * preview2-shim's process-global defaults (host env, host cwd, host stdio, open network):
- * env and preopens are the grant's, stdout/stderr go to sinks, `exit` cannot end the thread,
- * sockets are denied, and `wasi:http/outgoing-handler` checks every request against the
+ * env and preopens are the grant's (the filesystem confined by ./GuestFs.ts), stdout/stderr go
+ * to sinks, `exit` cannot end the thread, sockets are denied, and `wasi:http/outgoing-handler` checks every request against the
  * network allowlist before any connection is made.
  *
  * The shim is untyped JS; this module is the boundary where its objects are adapted.
@@ -16,6 +16,7 @@ import * as shimHttp from "@bytecodealliance/preview2-shim/http"
 import type { GuestGrant } from "../GuestJob.js"
 import { matchRequest } from "../NetworkMatch.js"
 import { isGatewayRequest, sendThroughGateway } from "./GatewayRewrite.js"
+import { confine } from "./GuestFs.js"
 
 /** Thrown by `wasi:cli/exit`: the guest asked to stop. */
 export class GuestExit extends Error {
@@ -54,23 +55,6 @@ class SinkStream extends BaseOutputStream {
   }
 }
 
-let descriptorPatched = false
-
-/**
- * preview2-shim 0.26 refuses `openAt` with `mutateDirectory` (wasi-libc sets it on every open for
- * writing), so every Rust `fs::write` would fail. The flag asks for nothing the preopen does not
- * already allow, so it is cleared. This worker realm belongs to one guest run.
- */
-const patchDescriptor = () => {
-  if (descriptorPatched) return
-  descriptorPatched = true
-  const Descriptor = (shimFilesystem as any).types.Descriptor
-  const openAt = Descriptor.prototype.openAt
-  Descriptor.prototype.openAt = function(pathFlags: unknown, path: string, openFlags: unknown, flags: any) {
-    return openAt.call(this, pathFlags, path, openFlags, flags?.mutateDirectory ? { ...flags, mutateDirectory: false } : flags)
-  }
-}
-
 export interface StdioSinks {
   readonly stdout: (bytes: Uint8Array) => void
   readonly stderr: (bytes: Uint8Array) => void
@@ -85,7 +69,6 @@ export const schemeOf = (scheme: any): string | undefined => {
 }
 
 export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string, any> => {
-  patchDescriptor()
   const shim = new WASIShim({
     sandbox: {
       preopens: grant.preopen === undefined ? {} : { ".": grant.preopen },
@@ -95,6 +78,10 @@ export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string
     }
   } as any)
   const base: Record<string, any> = shim.getImportObject()
+  if (grant.preopen !== undefined) {
+    const preopens = base["wasi:filesystem/preopens"].getDirectories()
+    confine((shimFilesystem as any).types.Descriptor, preopens, { preopen: grant.preopen, readOnly: grant.readOnly ?? [] })
+  }
   const stdout = new SinkStream(sinks.stdout)
   const stderr = new SinkStream(sinks.stderr)
   // With `enableNetwork: false` the shim's handler throws a string that is no `error-code`
