@@ -63,8 +63,15 @@ export interface LauncherOptions {
   readonly runtime: ReadonlyArray<string>
 }
 
-/** This runtime's own entry point, from src/agent or dist/agent alike. */
-export const defaultRuntime = (execPath: string): ReadonlyArray<string> => [
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path))
+
+/**
+ * This runtime's own entry point, from src/agent or dist/agent alike. Under util-linux `setpriv
+ * --pdeathsig TERM` where it exists, so a child ends (and takes its own commands and children
+ * with it) even when the parent is killed with SIGKILL and cannot run its finalizers.
+ */
+export const defaultRuntime = (execPath: string, setpriv: string | undefined = SETPRIV): ReadonlyArray<string> => [
+  ...(setpriv === undefined ? [] : [setpriv, "--pdeathsig", "TERM", "--"]),
   execPath,
   new URL("../../dist/main.js", import.meta.url).pathname
 ]

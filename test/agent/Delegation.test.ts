@@ -10,6 +10,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { defaultRuntime } from "../../src/agent/DelegationLauncher.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const ROOT = resolve(import.meta.dirname, "../..")
@@ -269,4 +270,16 @@ describe("delegate-task, end to end", () => {
     expect(groupMembers(pid)).toBe("")
     expect(events(parentRun.workdir, "delegation")).toEqual([expect.objectContaining({ status: "terminated", child_exit: "killed: the parent session ended" })])
   }, 30000)
+
+  it.skipIf(defaultRuntime(process.execPath)[0] === process.execPath)("a parent killed with SIGKILL mid-delegation leaves no child process (pdeathsig)", async () => {
+    const parentRun = run(join(base, "parent"), "delegate slow-child x")
+    const started = await until("delegation_start", () => events(parentRun.workdir, "delegation_start")[0])
+    const pid = started.pid as number
+    const childWorkdir = join(parentRun.workdir, "delegations", started.delegation_id as string)
+    await until("the child's sleep", () => traceOf(childWorkdir).some((line) => line.event_type === "inference" && line.tool_name === "sleep") ? true : undefined, 25000)
+    parentRun.proc.kill("SIGKILL")
+    await parentRun.exit
+    await until("the child to be gone", () => (alive(pid) ? undefined : true), 8000)
+    await until("the child's group to be gone", () => (groupMembers(pid) === "" ? true : undefined), 8000)
+  }, 40000)
 })
