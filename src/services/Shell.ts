@@ -200,12 +200,13 @@ const makeShell = (config: ShellConfig) =>
     yield* Effect.addFinalizer(() =>
       Effect.forEach(live.values(), ({ done, running }) =>
         Effect.gen(function*() {
+          // First: a command that ends while it is being killed must not still deliver a completion.
+          yield* Deferred.interrupt(done)
           if (config.onClose === "kill") yield* terminate(running, config.killGraceMs)
           else {
             releasePipes(running)
             running.proc.unref()
           }
-          yield* Deferred.interrupt(done)
         }), { concurrency: "unbounded", discard: true })
     )
 
