@@ -11,10 +11,11 @@
  * outlives the session that started it.
  */
 import { Command, type CommandExecutor } from "@effect/platform"
-import { existsSync, mkdirSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Schema, Stream } from "effect"
 import { parse } from "yaml"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
@@ -151,7 +152,10 @@ const make = <R>(options: LauncherOptions, doorUrl: Effect.Effect<string, never,
       const delegationId = mintId("dlg")
       const relativeWorkdir = `delegations/${delegationId}`
       const workdir = join(options.workdir, relativeWorkdir)
-      mkdirSync(workdir, { recursive: true })
+      // Never through a link a guest or a command planted at delegations/ (../sandbox/WorkdirFs.ts).
+      yield* WorkdirFs.attempt(() => WorkdirFs.makeDirectory(options.workdir, relativeWorkdir)).pipe(
+        Effect.mapError((refused) => new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${refused.message}` }))
+      )
       const url = yield* Effect.provide(doorUrl, context)
       const target: CompletionTarget = { url, parentSessionId: options.sessionId, contextId: request.contextId, delegationId, trust: request.trust }
       const ready = yield* Deferred.make<StartedDelegation, DelegationError>()

@@ -5,9 +5,10 @@
  * session, a status word, a duration and paths; never the child's output, which stays in its
  * result file for the parent to read (or not) with its own tools.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, renameSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
+import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
 import { loopbackDoor } from "./SpawnerHandle.js"
@@ -51,7 +52,8 @@ export const writeCompletionFile = (directory: string, outcome: DelegationOutcom
   // Written whole then renamed: a launcher reading it never sees half a record.
   mkdirSync(directory, { recursive: true })
   const path = join(directory, COMPLETION_FILE)
-  writeFileSync(`${path}.tmp`, `${JSON.stringify(outcome, null, 2)}\n`)
+  // Never through a link planted at the temporary name; the rename replaces a link, never follows it.
+  WorkdirFs.write(directory, `${COMPLETION_FILE}.tmp`, `${JSON.stringify(outcome, null, 2)}\n`)
   renameSync(`${path}.tmp`, path)
 }
 

@@ -17,7 +17,6 @@
  * proxy for `network.allow`, the workdir size budget. See docs/shell.md.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdir } from "node:fs/promises"
 import type { Writable } from "node:stream"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
 import { type CommandLine, containedCommand, type ShellContainment } from "../sandbox/containment/ShellContainment.js"
@@ -34,6 +33,7 @@ import {
   resolveBinary,
   shellEnv,
   shellLogContent,
+  SYNTHETIC_HOME_DIR_NAME,
   syntheticHome
 } from "../sandbox/ShellGrant.js"
 import { DetachedRegistry } from "./DetachedRegistry.js"
@@ -272,8 +272,9 @@ const makeShell = (config: ShellConfig) =>
         })
       }
       const home = syntheticHome(request.workdir)
-      yield* Effect.tryPromise({
-        try: () => mkdir(home, { recursive: true }),
+      yield* Effect.try({
+        // Made beneath the workdir without following a link a command may have planted there.
+        try: () => WorkdirFs.makeDirectory(request.workdir, SYNTHETIC_HOME_DIR_NAME),
         catch: (error) =>
           new ShellError({
             reason: "Setup",

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { existsSync, mkdtempSync, readFileSync, realpathSync, statSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Context, Effect, Exit, Fiber, Layer } from "effect"
@@ -192,6 +192,18 @@ describe("Shell", () => {
       assert.strictEqual(statSync(home).isDirectory(), true)
       const pwd = finished(yield* shell.run(request(dir, "pwd", "")))
       assert.strictEqual(realpathSync(pwd.result.data!.split("\nStdout:\n")[1]!.split("\n")[0]!), realpathSync(dir))
+    }).pipe(Effect.provide(layer())))
+
+  it.live("a .capsule-home planted as a link is refused, never followed out of the workdir", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      const outside = workdir()
+      symlinkSync(outside, join(dir, ".capsule-home"))
+      const shell = yield* Shell
+      const error = yield* Effect.flip(shell.run(request(dir, "echo", "hi")))
+      assert.strictEqual(error.reason, "Setup")
+      assert.include(error.message, ".capsule-home is a symbolic link")
+      assert.deepStrictEqual(readdirSync(outside), [])
     }).pipe(Effect.provide(layer())))
 
   it.live("refuses a binary outside the allowlist, and reports a missing binary as a failed execution", () =>
