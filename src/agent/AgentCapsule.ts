@@ -17,6 +17,7 @@ import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
+import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { Shell } from "../services/Shell.js"
 import { Trace } from "../services/Trace.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
@@ -68,6 +69,8 @@ export const AgentCapsule = {
         const launcher = yield* Effect.serviceOption(DelegationLauncher)
         const detached = yield* Effect.serviceOption(DetachedRegistry)
         const delegations = yield* Effect.serviceOption(DelegationTracker)
+        // The export planes, when the session serves them: share-file, and the generation.
+        const planes = yield* Effect.serviceOption(ResourcePlanes)
         const { manifest } = prepared.project
         const started = Date.now()
         const totals = emptyTotals()
@@ -127,6 +130,9 @@ export const AgentCapsule = {
               provideOption(DelegationLauncher, launcher),
               provideOption(DetachedRegistry, detached),
               provideOption(DelegationTracker, delegations),
+              provideOption(ResourcePlanes, planes),
+              // Every run that ends, however it ends, is a task that reached a terminal state.
+              Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
               Effect.flatMap((outcome) =>
                 outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: SESSION_ENDED }))
               )

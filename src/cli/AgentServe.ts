@@ -14,6 +14,8 @@ import { Effect, Layer } from "effect"
 import { AgentCapsule, type Lineage } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
 import { DelegationLauncher, defaultRuntime } from "../agent/DelegationLauncher.js"
+import { ExportPlanes } from "../agent/ExportPlanes.js"
+import { checkExportRoots, effectiveMaxTtl } from "../agent/PeerExport.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
 import { boundUrl } from "../http/Door.js"
 import { SessionLive, type SessionOptions } from "../layers/Main.js"
@@ -56,6 +58,8 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       hostEnv: options.hostEnv
     })
     const { manifest } = project
+    const maxTtlSecs = yield* effectiveMaxTtl(manifest.exports, prepared.lifecycle)
+    yield* checkExportRoots(prepared.workdir, manifest.exports)
     const acceptance = options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue"
     const session: SessionOptions = {
       sessionId: prepared.sessionId,
@@ -87,7 +91,16 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
     }, boundUrl).pipe(Layer.provide(NodeContext.layer))
     const capsule = AgentCapsule.layer(prepared, boundUrl, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
-    const completions = ShellCompletions.layer.pipe(Layer.provideMerge(trace))
+    // The export planes are shared by the door (which serves them) and the capsule (share-file,
+    // and the generation each finished task advances).
+    const planes = ExportPlanes.layer({
+      workdir: prepared.workdir,
+      exports: manifest.exports ?? {},
+      sessionId: prepared.sessionId,
+      containment: prepared.containment.achieved,
+      maxTtlSecs
+    })
+    const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(trace))
     // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
     // can receive a detached command's completion as a task.
     const layer = deliverCompletions(acceptance === "queue").pipe(

@@ -1,6 +1,6 @@
 /**
  * The door: an `@effect/platform` router (agent card under both well-known paths, JSON-RPC on
- * `POST /`) served on a Node HTTP server with header limits and read timeouts. Its finalizer
+ * `POST /`, the resource and peer planes under `/resources/`) served on a Node HTTP server with header limits and read timeouts. Its finalizer
  * runs before the server closes: it refuses new tasks, cancels the live ones as `session/stop`
  * does and closes the event log, so observers get `capsule-closed` and every stream ends
  * instead of holding the server open.
@@ -8,8 +8,9 @@
 import { createServer } from "node:http"
 import { type HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Effect, Layer, Option, Scope } from "effect"
 import { EventLog } from "../services/EventLog.js"
+import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
@@ -22,10 +23,38 @@ const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the do
   contentType: "application/json"
 })
 
+/** A plane's answer as an HTTP response; a file body is streamed with its length known up front. */
+const planeResponse = (answer: PlaneResponse) => {
+  const headers = Object.fromEntries(answer.headers.filter(([name]) => name !== "content-type"))
+  const contentType = answer.headers.find(([name]) => name === "content-type")?.[1] ?? "application/json"
+  return typeof answer.body === "string"
+    ? HttpServerResponse.text(answer.body, { status: answer.status, contentType, headers })
+    : HttpServerResponse.stream(answer.body.stream, { status: answer.status, contentType, contentLength: answer.body.length, headers })
+}
+
+const decodable = (url: string) => {
+  try {
+    decodeURIComponent(url.split("?", 1)[0]!)
+    return true
+  } catch {
+    return false
+  }
+}
+
 export const makeRouter = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
   const rpc = yield* makeRpcRoute
+  // Answered by the door itself from the export roots, never by the agent (door spec §8.4, §8.5);
+  // a session without planes answers as a capsule that declared neither.
+  const planes = Option.getOrElse(yield* Effect.serviceOption(ResourcePlanes), () => ResourcePlanes.undeclared)
+  const planeRoute = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const audience = request.headers["x-murmur-audience"]
+    return Effect.map(
+      isPeerPath(request.url) ? planes.peer(request.method, request.url, audience) : planes.files(request.method, request.url),
+      planeResponse
+    )
+  })
   const card = Effect.succeed(HttpServerResponse.text(identity.cardJson, {
     contentType: "application/json",
     headers: { "cache-control": "no-cache" }
@@ -34,6 +63,8 @@ export const makeRouter = Effect.gen(function*() {
     HttpRouter.get("/.well-known/agent-card.json", card),
     HttpRouter.get("/.well-known/agent.json", card),
     HttpRouter.post("/", rpc),
+    // Routing order of §2: the peer plane (whole segment, query stripped), then the resource plane.
+    HttpRouter.all("/resources/*", planeRoute),
     HttpRouter.all("*", Effect.succeed(notFound))
   )
   const tooManyHeaders = HttpServerResponse.text(
@@ -45,6 +76,10 @@ export const makeRouter = Effect.gen(function*() {
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     NodeHttpServerRequest.toIncomingMessage(request).rawHeaders.length / 2 > config.maxHeadersCount
       ? Effect.succeed(tooManyHeaders)
+      // The router cannot match a path it cannot percent-decode (`%ff`); under /resources/ that
+      // is still the plane's to refuse (outside_root), not a bare 404.
+      : request.url.startsWith("/resources/") && !decodable(request.url)
+      ? planeRoute
       : router)
 })
 

@@ -59,7 +59,6 @@ const SAMPLES: Readonly<Record<string, string>> = {
   "trace.retain": "trace: { retain: { max_sessions: 3 } }",
   "network.internal_port": "network: { internal_port: 8080 }",
   "lifecycle.max_task_reopens": "lifecycle: { max_task_reopens: 2 }",
-  "exports.files": "exports: { files: { root: out, mode: read-only } }",
   "exports.peer_files": "exports: { peer_files: { root: out } }"
 }
 
