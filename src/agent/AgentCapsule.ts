@@ -12,7 +12,8 @@
  * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
  * with "input-timeout".
  */
-import { type Context, Effect, Layer, Option } from "effect"
+import { type Context, Effect, Either, Layer, Option } from "effect"
+import { parseAllowList } from "../sandbox/NetworkPolicy.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
@@ -24,6 +25,8 @@ import type { PreparedAgent } from "./AgentLaunch.js"
 import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
 import { DelegationLauncher } from "./DelegationLauncher.js"
 import { effectiveGrants } from "./EffectiveGrants.js"
+import { audienceOf } from "./PeerHandle.js"
+import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "./PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
@@ -52,6 +55,38 @@ export interface Lineage {
 const provideOption = <I, S>(tag: Context.Tag<I, S>, service: Option.Option<S>) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Option.isSome(service) ? Effect.provideService(effect, tag, service.value) as Effect.Effect<A, E, R> : effect
 
+/**
+ * The peer tools this capsule is offered (`share-file` with `exports.peer_files`, `fetch-peer-file`
+ * with `capabilities.peer_fetch`), asserting the audience of its own card (name and door URL).
+ */
+const peerFilesFor = (
+  prepared: PreparedAgent,
+  planes: Option.Option<ResourcePlanes["Type"]>,
+  doorUrl: string | undefined,
+  trace: Trace["Type"]
+): Option.Option<PeerFiles["Type"]> => {
+  const { manifest } = prepared.project
+  const names = [
+    ...(manifest.exports?.peerFiles === undefined ? [] : [SHARE_FILE]),
+    ...(manifest.capabilities.peerFetch === undefined ? [] : [FETCH_PEER_FILE])
+  ]
+  if (names.length === 0 || Option.isNone(planes)) return Option.none()
+  // Both lists were validated when the manifest was read.
+  const rules = (entries: ReadonlyArray<string>) => Either.getOrElse(parseAllowList(entries), () => [])
+  const ownAudience = Either.getOrElse(audienceOf(manifest.name, doorUrl ?? "http://localhost/"), () => manifest.name.toLowerCase())
+  return Option.some({
+    names,
+    run: runPeerTool({
+      planes: planes.value,
+      workdir: prepared.workdir,
+      ownAudience,
+      network: rules(manifest.capabilities.network?.allow ?? []),
+      peerFetch: rules(manifest.capabilities.peerFetch?.allow ?? []),
+      record: (eventType, fields) => trace.record(eventType, undefined, fields).pipe(Effect.ignore)
+    })
+  })
+}
+
 export const AgentCapsule = {
   /** Needs the Sandbox, the Shell (hence a DetachedRegistry) and the launch's Trace. */
   /** `capsuleUrl`: the door's address, read once it is bound (`MURMUR_CAPSULE_URL`). */
@@ -60,7 +95,8 @@ export const AgentCapsule = {
     Layer.scoped(
       Capsule,
       Effect.gen(function*() {
-        const prepared = capsuleUrl === undefined ? launched : yield* withCapsuleUrl(launched, capsuleUrlOf(yield* capsuleUrl))
+        const doorUrl = capsuleUrl === undefined ? undefined : yield* capsuleUrl
+        const prepared = doorUrl === undefined ? launched : yield* withCapsuleUrl(launched, capsuleUrlOf(doorUrl))
         const sandbox = yield* Sandbox
         const shell = yield* Shell
         const trace = yield* Trace
@@ -72,6 +108,7 @@ export const AgentCapsule = {
         // The export planes, when the session serves them: share-file, and the generation.
         const planes = yield* Effect.serviceOption(ResourcePlanes)
         const { manifest } = prepared.project
+        const peerFiles = peerFilesFor(prepared, planes, doorUrl, trace)
         const started = Date.now()
         const totals = emptyTotals()
         const caps = manifest.capabilities
@@ -131,6 +168,7 @@ export const AgentCapsule = {
               provideOption(DetachedRegistry, detached),
               provideOption(DelegationTracker, delegations),
               provideOption(ResourcePlanes, planes),
+              provideOption(PeerFiles, peerFiles),
               // Every run that ends, however it ends, is a task that reached a terminal state.
               Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
               Effect.flatMap((outcome) =>

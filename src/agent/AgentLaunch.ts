@@ -22,6 +22,7 @@ import type { ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
 import { delegateTaskDefinition } from "./DelegateTask.js"
 import { driverAccess } from "./DriverAccess.js"
+import { fetchPeerFileDefinition, shareFileDefinition } from "./PeerTools.js"
 import { systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
 import { agentWorkdirs, stageAgentWorkdir } from "./Staging.js"
 
@@ -181,8 +182,13 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       allowlist: manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
       artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map(artifactData),
       skills,
-      // The runtime-owned tool comes first, as it is dispatched first (§4.4 step 0).
-      toolList: spawnAllow.length > 0 ? [delegateTaskDefinition(spawnAllow), ...staged.toolList] : staged.toolList,
+      // The runtime-owned tools come first, as they are dispatched first (§4.4 step 0).
+      toolList: [
+        ...(spawnAllow.length > 0 ? [delegateTaskDefinition(spawnAllow)] : []),
+        ...(manifest.exports?.peerFiles === undefined ? [] : [shareFileDefinition]),
+        ...(manifest.capabilities.peerFetch === undefined ? [] : [fetchPeerFileDefinition(manifest.capabilities.peerFetch.allow)]),
+        ...staged.toolList
+      ],
       system: systemPrompt(manifest.name, manifest.version, prompt),
       systemPromptText: prompt,
       systemPromptSource: prompt === undefined ? "none" : "manifest",

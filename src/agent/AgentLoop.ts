@@ -23,6 +23,7 @@ import type { TaskExitStatus } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { delegateTask } from "./DelegateTask.js"
 import { DelegationLauncher } from "./DelegationLauncher.js"
+import { PeerFiles } from "./PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { tokenCounter } from "./Tokens.js"
 import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
@@ -100,6 +101,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const launcher = yield* Effect.serviceOption(DelegationLauncher)
     const detachedWork = yield* Effect.serviceOption(DetachedRegistry)
     const delegations = yield* Effect.serviceOption(DelegationTracker)
+    const peerFiles = yield* Effect.serviceOption(PeerFiles)
     const started = Date.now()
     const counts: TaskCounts = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 }
     const phase = { name: "turn" as "turn" | "inference" | "input", turn: 0 }
@@ -182,6 +184,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         record: (type, parentId, fields) => traced(trace.record(type, parentId, fields)),
         delegate: Option.isNone(launcher) || launcher.value.allowed.length === 0 ? undefined : (callInput) =>
           delegateTask(launcher.value, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
+        peer: Option.getOrUndefined(peerFiles),
         follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion, input.provenance.trust) })
       }, call, turn, parent))
 

@@ -15,6 +15,7 @@ import type { DetachedInfo, Shell } from "../services/Shell.js"
 import type { FieldsOf } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { DELEGATE_TASK } from "./DelegateTask.js"
+import { type PeerFiles, redactHandles } from "./PeerTools.js"
 import { fenceToolResult, metadataValue, resultText, type ToolCall } from "./DriverProtocol.js"
 
 export interface TaskCounts {
@@ -36,6 +37,8 @@ export interface DispatchEnv {
   readonly record: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<string, CapsuleFailure>
   /** `delegate-task` (./DelegateTask.ts), when the capsule may delegate. */
   readonly delegate?: ((input: unknown) => Effect.Effect<ToolResultData>) | undefined
+  /** `share-file` / `fetch-peer-file` (./PeerTools.ts), when the session offers them. */
+  readonly peer?: PeerFiles["Type"] | undefined
   /** Hands a detached command's completion on (./ShellCompletions.ts). */
   readonly follow: (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>) => Effect.Effect<void>
 }
@@ -64,9 +67,10 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
           task_id: env.taskId,
           tool_name: call.name,
           tool_call_id: call.id,
-          input: inputObject,
+          // A peer handle is a credential; the trace keeps its id only.
+          input: env.peer === undefined ? inputObject : JSON.parse(redactHandles(data)),
           input_bytes: Buffer.byteLength(data),
-          output: text,
+          output: env.peer === undefined ? text : redactHandles(text),
           output_bytes: Buffer.byteLength(text),
           duration_ms: Date.now() - began,
           status: result.status === "passed" ? "ok" : "error",
@@ -77,6 +81,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
       })
     // Step 0: runtime-owned tools are intercepted before anything the capsule declares.
     if (call.name === DELEGATE_TASK && env.delegate !== undefined) return yield* toolCallLine(yield* env.delegate(call.input))
+    if (env.peer?.names.includes(call.name)) return yield* toolCallLine(yield* env.peer.run(call.name, call.input))
     if (env.prepared.shell.allow.includes(call.name)) {
       env.counts.shellCalls++
       const parsed = parseShellInput(data)

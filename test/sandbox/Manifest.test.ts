@@ -145,7 +145,6 @@ plan: { submit: true }
 containment: " sealed "`))
     // Every key not acted on is named (./ManifestKeys.test.ts walks them all); none is refused.
     assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
-      ["W-RUN-001", "capabilities.peer_fetch"],
       ["W-RUN-001", "capabilities.resources.cgroup_cpu_percent"],
       ["W-RUN-001", "capabilities.state"],
       ["W-RUN-001", "capabilities.conversation"],

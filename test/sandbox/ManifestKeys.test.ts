@@ -37,7 +37,6 @@ const dispositionOf = (path: string) => {
 
 /** A value of the right type for each warned key, and the block it needs around it. */
 const SAMPLES: Readonly<Record<string, string>> = {
-  "capabilities.peer_fetch": "capabilities: { peer_fetch: { allow: [localhost:4000] } }",
   "capabilities.resources.cgroup_memory_bytes": "capabilities: { resources: { cgroup_memory_bytes: 1000 } }",
   "capabilities.resources.cgroup_pids_max": "capabilities: { resources: { cgroup_pids_max: 10 } }",
   "capabilities.resources.cgroup_cpu_percent": "capabilities: { resources: { cgroup_cpu_percent: 50 } }",
@@ -58,8 +57,7 @@ const SAMPLES: Readonly<Record<string, string>> = {
   "observability.eval": "observability: { eval: { dataset_id: d, scorers: [{ type: exit_ok }] } }",
   "trace.retain": "trace: { retain: { max_sessions: 3 } }",
   "network.internal_port": "network: { internal_port: 8080 }",
-  "lifecycle.max_task_reopens": "lifecycle: { max_task_reopens: 2 }",
-  "exports.peer_files": "exports: { peer_files: { root: out } }"
+  "lifecycle.max_task_reopens": "lifecycle: { max_task_reopens: 2 }"
 }
 
 const ENTRY_SAMPLES: Readonly<Record<string, string>> = {

@@ -47,8 +47,8 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "network": enforced("src/sandbox/Grants.ts"),
   "network.allow[]": enforced("src/sandbox/worker/WasiImports.ts (wasi:http allowlist), src/sandbox/PeerMessage.ts"),
   "network.unix_sockets": enforced("src/sandbox/containment (seccomp refuses AF_UNIX unless true)"),
-  "peer_fetch": warned("the runtime tool fetch-peer-file is not offered by this runtime yet"),
-  "peer_fetch.allow[]": warned("the runtime tool fetch-peer-file is not offered by this runtime yet"),
+  "peer_fetch": enforced("src/agent/PeerTools.ts (fetch-peer-file is offered)"),
+  "peer_fetch.allow[]": enforced("src/agent/PeerTools.ts (a peer outside it is refused before any connection)"),
   "filesystem": enforced("src/sandbox/Grants.ts"),
   "filesystem.scope": enforced("src/sandbox/manifest/Capabilities.ts (validated and reported; capsule-wide it narrows no preopen, as in the reference)"),
   "filesystem.workdir_exec": enforced("src/sandbox/containment (exec in the workdir; caps containment at advisory)"),
@@ -173,10 +173,10 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "exports.files.root": enforced("src/agent/ExportReader.ts (no link followed under it; E-CAP-007 in src/agent/PeerExport.ts)"),
   "exports.files.mode": enforced("src/agent/ExportPlanes.ts (read-only: GET only, 405 otherwise)"),
   "exports.files.max_bytes": enforced("src/agent/ExportReader.ts (too_large)"),
-  "exports.peer_files": warned(NO_EFFECT),
-  "exports.peer_files.root": warned(NO_EFFECT),
-  "exports.peer_files.max_ttl": warned(NO_EFFECT),
-  "exports.peer_files.max_bytes": warned(NO_EFFECT)
+  "exports.peer_files": enforced("src/agent/ExportPlanes.ts (the peer plane, and share-file in src/agent/PeerTools.ts)"),
+  "exports.peer_files.root": enforced("src/agent/ExportReader.ts (no link followed under it)"),
+  "exports.peer_files.max_ttl": enforced("src/agent/PeerExport.ts (ceiling of every handle; E-CAP-008 under after_task: sleep)"),
+  "exports.peer_files.max_bytes": enforced("src/agent/ExportReader.ts (too_large at redeem)")
 }
 
 /** The declared keys that earn a warning: a warned key whose parent is not itself warned (one line per block, not per field). */
