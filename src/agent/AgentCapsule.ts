@@ -25,6 +25,7 @@ import type { PreparedAgent } from "./AgentLaunch.js"
 import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
 import { DelegationLauncher } from "./DelegationLauncher.js"
 import { effectiveGrants } from "./EffectiveGrants.js"
+import { Conversations } from "./Conversations.js"
 import { audienceOf } from "./PeerHandle.js"
 import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "./PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
@@ -107,6 +108,8 @@ export const AgentCapsule = {
         const delegations = yield* Effect.serviceOption(DelegationTracker)
         // The export planes, when the session serves them: share-file, and the generation.
         const planes = yield* Effect.serviceOption(ResourcePlanes)
+        // Present under lifecycle.conversation: threaded.
+        const conversations = yield* Effect.serviceOption(Conversations)
         const { manifest } = prepared.project
         const peerFiles = peerFilesFor(prepared, planes, doorUrl, trace)
         const started = Date.now()
@@ -169,6 +172,7 @@ export const AgentCapsule = {
               provideOption(DelegationTracker, delegations),
               provideOption(ResourcePlanes, planes),
               provideOption(PeerFiles, peerFiles),
+              provideOption(Conversations, conversations),
               // Every run that ends, however it ends, is a task that reached a terminal state.
               Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
               Effect.flatMap((outcome) =>

@@ -23,6 +23,7 @@ import type { TaskExitStatus } from "../services/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { delegateTask } from "./DelegateTask.js"
 import { DelegationLauncher } from "./DelegationLauncher.js"
+import { Conversations } from "./Conversations.js"
 import { PeerFiles } from "./PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { tokenCounter } from "./Tokens.js"
@@ -32,6 +33,7 @@ import {
   buildRequest,
   type Continuation,
   finalText,
+  type Message,
   nextContinuation,
   outgoing,
   promptCacheKey,
@@ -102,6 +104,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const detachedWork = yield* Effect.serviceOption(DetachedRegistry)
     const delegations = yield* Effect.serviceOption(DelegationTracker)
     const peerFiles = yield* Effect.serviceOption(PeerFiles)
+    const conversations = yield* Effect.serviceOption(Conversations)
     const started = Date.now()
     const counts: TaskCounts = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 }
     const phase = { name: "turn" as "turn" | "inference" | "input", turn: 0 }
@@ -191,7 +194,14 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const loop = Effect.gen(function*() {
       const transcript = newTranscript()
       const { messages } = transcript
-      append(transcript, userMessage(taskText(input.provenance, input.text)))
+      // Threaded: the context's earlier turns come first, reloaded before the first driver call;
+      // each turn of this task is recorded as it completes (./Conversations.ts).
+      const remember = (turnMessages: ReadonlyArray<Message>) =>
+        Option.isSome(conversations) ? conversations.value.append(input.contextId, input.taskId, turnMessages) : Effect.void
+      if (Option.isSome(conversations)) for (const message of yield* conversations.value.history(input.contextId)) append(transcript, message)
+      const opening = userMessage(taskText(input.provenance, input.text))
+      append(transcript, opening)
+      yield* remember([opening])
       const wire = wireTracer(trace, prepared.system, prepared.toolList)
       let continuation: Continuation | undefined
       const cacheKey = promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, input.contextId)
@@ -248,6 +258,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         switch (response.stop_reason) {
           case "end_turn":
           case "max_tokens":
+            yield* remember([assistantMessage(response.content)])
             return { exit: "ok", text: finalText(response), turns: turn + 1 } satisfies AgentOutcome
           case "error":
             return { exit: "failed", text: `error: ${response.error ?? ""}`, turns: turn + 1 } satisfies AgentOutcome
@@ -259,12 +270,16 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         if (calls.right.length === 0) {
           return { exit: "failed", text: "error: response stop_reason=tool_call but no tool_call blocks were present", turns: turn + 1 } satisfies AgentOutcome
         }
-        append(transcript, assistantMessage(response.content))
+        const turnMessages = [assistantMessage(response.content)]
+        append(transcript, turnMessages[0]!)
         for (const call of calls.right) {
           const { result, text } = yield* dispatch(call, turn, inferenceNode)
           yield* io.artifact(call.name, resultText(result))
-          append(transcript, toolMessage(call.id, result.status !== "passed", text))
+          const tool = toolMessage(call.id, result.status !== "passed", text)
+          turnMessages.push(tool)
+          append(transcript, tool)
         }
+        yield* remember(turnMessages)
       }
       return { exit: "max_turns_reached", text: `error: inference loop exceeded ${prepared.maxTurns} turns`, turns: prepared.maxTurns } satisfies AgentOutcome
     })

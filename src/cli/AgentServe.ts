@@ -9,11 +9,14 @@
  * `MURMUR_CAPSULE_URL` (`localhost:<port>`) is added once the door is bound, so `--port 0`
  * gets it too.
  */
+import { homedir } from "node:os"
+import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { AgentCapsule, type Lineage } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
 import { DelegationLauncher, defaultRuntime } from "../agent/DelegationLauncher.js"
+import { Conversations } from "../agent/Conversations.js"
 import { ExportPlanes } from "../agent/ExportPlanes.js"
 import { checkExportRoots, effectiveMaxTtl } from "../agent/PeerExport.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
@@ -24,6 +27,10 @@ import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
 import { Shell } from "../services/Shell.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../services/Trace.js"
+
+/** Where durable records live: `MURMUR_HOME`, else `~/.murmur` (tests point it at a temporary directory). */
+export const murmurHome = (hostEnv: Readonly<Record<string, string | undefined>>): string =>
+  hostEnv["MURMUR_HOME"] ?? join(hostEnv["HOME"] ?? homedir(), ".murmur")
 
 /** `lifecycle.input_timeout_secs` in milliseconds (absent or 0: wait forever). */
 export const inputTimeoutMs = (lifecycle: Lifecycle | undefined): number | undefined => {
@@ -100,7 +107,15 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       containment: prepared.containment.achieved,
       maxTtlSecs
     })
-    const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(trace))
+    // Threaded conversations: the record store lives under the murmur home (MURMUR_HOME, else
+    // ~/.murmur), named by context.record_store (default: the capsule's name).
+    const conversations = prepared.lifecycle.conversation !== "threaded" ? Layer.empty : Conversations.layer({
+      storeDirectory: manifest.context?.record === false
+        ? undefined
+        : join(murmurHome(options.hostEnv), "conversations", manifest.context?.recordStore ?? manifest.name),
+      retain: manifest.context?.retain
+    })
+    const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(conversations), Layer.provideMerge(trace))
     // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
     // can receive a detached command's completion as a task.
     const layer = deliverCompletions(acceptance === "queue").pipe(

@@ -198,12 +198,7 @@ describe("the session blocks: accepted", () => {
   delegation_deadline_secs: 120
 `))
     assert.deepStrictEqual(warnings, [
-      { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" },
-      {
-        code: "W-RUN-001",
-        message: "'lifecycle.conversation: threaded' is accepted but not acted on by capsule-runtime (TypeScript) yet: every task starts a fresh conversation, as under 'stateless'",
-        path: "lifecycle.conversation"
-      }
+      { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" }
     ])
     assert.deepStrictEqual(manifest.lifecycle, {
       taskAcceptance: "queue",
@@ -240,7 +235,7 @@ describe("the session blocks: accepted", () => {
       seedOverflowMargin: 1,
       retain: { maxMessages: 200, maxAgeSecs: 14 * 86400 }
     })
-    assert.deepStrictEqual(inertPaths(full), ["context.record", "context.record_store", "context.seed_budget", "context.seed_overflow_margin", "context.retain"])
+    assert.deepStrictEqual(inertPaths(full), ["context.seed_budget", "context.seed_overflow_margin"])
   })
 
   it("trace.capture (default meta), the retired include_tool_output alias (warns), trace.retain", () => {

@@ -53,10 +53,6 @@ export const notActedOnWarnings = (blocks: Blocks, transport: "http" | "process"
       })
     })
   }
-  const lifecycle = blocks["lifecycle"] as Readonly<Record<string, unknown>> | undefined
-  if (lifecycle?.["conversation"] === "threaded") {
-    warnings.push(warning("lifecycle.conversation", "lifecycle.conversation: threaded", "every task starts a fresh conversation, as under 'stateless'"))
-  }
   artifactList.forEach((artifact, index) => {
     if (artifact?.["runtime"] === "hook") {
       warnings.push(warning(`artifacts[${index}]`, `runtime: hook (artifact '${String(artifact["name"])}')`, "hooks are not run, so the capsule runs without it"))
