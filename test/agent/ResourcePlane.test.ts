@@ -5,10 +5,12 @@
  */
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeAgentCapsuleDir, serveCli, type ServeProcess } from "../lib/CapsuleDirs.js"
+import { listeningCli, makeAgentCapsuleDir, serveCli, type ServeProcess } from "../lib/CapsuleDirs.js"
+import { referenceMessage, rpc } from "../lib/Door.js"
 import { rawRequest } from "../lib/RawHttp.js"
 
 const cleanups: Array<() => Promise<void> | void> = []
@@ -127,4 +129,19 @@ describe("resource plane (exports.files)", () => {
     expect(reads.some((line) => line.outcome === "symlink_refused")).toBe(true)
     expect(lines.some((line) => line.event_type === "resource_list" && line.outcome === "ok")).toBe(true)
   })
+})
+
+describe("examples/hello exports out/ (the README's curl)", () => {
+  it("after a task, curl <url>resources/files lists result.txt and reading it answers the task's result", async () => {
+    const workdir = mkdtempSync(join(tmpdir(), "hello-export-"))
+    cleanups.push(() => rmSync(workdir, { recursive: true, force: true }))
+    const hello = new URL("../../examples/hello", import.meta.url).pathname
+    const { listening } = await listeningCli(["serve", hello, "--json", "--workdir", workdir], {}, cleanups)
+    const reply = await rpc(listening.url, "message/send", { message: referenceMessage("Ada"), configuration: { blocking: true } })
+    expect(reply.body.result.status.state).toBe("completed")
+    const listed = JSON.parse(execFileSync("curl", ["-s", `${listening.url}resources/files`], { encoding: "utf8" }))
+    expect(listed.entries.map((entry: any) => entry.path)).toContain("result.txt")
+    const read = execFileSync("curl", ["-s", `${listening.url}resources/files/result.txt`], { encoding: "utf8" })
+    expect(read).toBe(readFileSync(join(workdir, "out", "result.txt"), "utf8"))
+  }, 60_000)
 })
