@@ -131,3 +131,27 @@ describe("peer handles", () => {
     }
   })
 })
+
+describe("launch checks of exports", () => {
+  it("max_ttl: 1h by default; under after_task: sleep it must be declared and at most 15m (E-CAP-008)", async () => {
+    const { effectiveMaxTtl } = await import("../../src/agent/PeerExport.js")
+    const lifecycle = (afterTask: "exit" | "sleep") => ({ afterTask }) as any
+    const peer = (maxTtlSecs?: number) => ({ peerFiles: { root: "out", maxBytes: 1, ...(maxTtlSecs === undefined ? {} : { maxTtlSecs }) } })
+    expect(Effect.runSync(effectiveMaxTtl(peer(), lifecycle("exit")))).toBe(3600)
+    expect(Effect.runSync(effectiveMaxTtl(peer(7200), lifecycle("exit")))).toBe(7200)
+    expect(Effect.runSync(effectiveMaxTtl(peer(900), lifecycle("sleep")))).toBe(900)
+    for (const ttl of [undefined, 901]) {
+      const error = Effect.runSync(Effect.flip(effectiveMaxTtl(peer(ttl), lifecycle("sleep"))))
+      expect(error.code).toBe("E-CAP-008")
+    }
+    expect(Effect.runSync(effectiveMaxTtl({}, lifecycle("sleep")))).toBe(3600)
+  })
+
+  it("an export root that is a link in the workdir refuses the launch (E-CAP-007)", async () => {
+    const { checkExportRoots } = await import("../../src/agent/PeerExport.js")
+    symlinkSync(tmpdir(), join(workdir, "outside"))
+    const error = Effect.runSync(Effect.flip(checkExportRoots(workdir, { files: { root: "outside/x", mode: "read-only", maxBytes: 1 } })))
+    expect(error.code).toBe("E-CAP-007")
+    Effect.runSync(checkExportRoots(workdir, { files: { root: "out", mode: "read-only", maxBytes: 1 }, peerFiles: { root: "missing/dir", maxBytes: 1 } }))
+  })
+})
