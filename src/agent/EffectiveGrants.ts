@@ -9,6 +9,7 @@ import { realpathSync } from "node:fs"
 import { relative } from "node:path"
 import { refusedAllowEntries } from "../sandbox/EnvGrant.js"
 import type { GuestGrant } from "../sandbox/GuestJob.js"
+import { appliedContainment } from "../sandbox/containment/ShellContainment.js"
 import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
 import type { NetworkRule } from "../sandbox/NetworkPolicy.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
@@ -37,6 +38,12 @@ export const effectiveGrants = (prepared: PreparedAgent): Readonly<Record<string
   }
   for (const [name, spec] of Object.entries(prepared.tools)) guests[name] = guestReport(prepared.workdir, "tool", spec.grant)
   return {
+    // What each shell command really runs under, mechanism by mechanism (docs/security.md).
+    containment: {
+      declared: prepared.containment.declared,
+      achieved: prepared.containment.achieved,
+      shell: prepared.shell.allow.length === 0 ? [] : appliedContainment(prepared.shell.containment)
+    },
     filesystem: { preopen: ".", read_only: caps.filesystem?.readOnly ?? [], workdir_exec: caps.filesystem?.workdirExec ?? false },
     env_allow: sorted((caps.env?.allow ?? []).filter((name) => !refused.includes(name))),
     env_refused: sorted(refused),

@@ -163,6 +163,14 @@ describe("trace.jsonl of an A2A task (run <dir> --json, trace.capture meta by de
     expect(start).toMatchObject({ max_session_tokens: null, machine_tokens_per_day: null, resumed_from: null, context_id: null })
     expect(typeof start.effective_grants).toBe("object")
     expect(start.effective_grants).toMatchObject({ shell_allow: ["echo"] })
+    // The containment it reports is what each command runs under on this host.
+    expect(start.effective_grants.containment).toEqual(hostTier.tier === "sealed"
+      ? {
+        declared: "advisory",
+        achieved: "sealed",
+        shell: expect.arrayContaining(["rlimits", "namespaces", "network-unshared", "composed-root", "seccomp", "noexec-workdir", "die-with-parent"])
+      }
+      : { declared: "advisory", achieved: "advisory", shell: expect.any(Array) })
   })
 
   it("a2a_task_received: the task, its context, the caller's messageId and traceparent (spec §4.1 step 2)", () => {
