@@ -1,13 +1,14 @@
 // `npm run bench:door`: the door (dist/, built first by the npm script) against a raw node:http
-// server doing the same parse-and-answer work, SSE fan-out, and cancel latency.
+// server doing the same parse-and-answer work, SSE fan-out, cancel latency, and a resource-plane
+// read of a 1 MiB file against a plain node:http static answer of the same file.
 // Prints a summary table and writes bench/results/door-<date>.json. Method: docs/benchmarks.md.
 //
-// Knobs (environment): BENCH_PARTS=throughput,fanout,cancel  BENCH_PAIRS=3  BENCH_GET_PAIRS=2  BENCH_SECONDS=2.5
+// Knobs (environment): BENCH_PARTS=throughput,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=2  BENCH_SECONDS=2.5
 // BENCH_WARMUP=2  BENCH_CONNECTIONS=10  FANOUT_OBSERVERS=500  FANOUT_TASKS=10  FANOUT_CHUNKS=997
 // FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import http from "node:http"
 import os from "node:os"
 import { dirname, join } from "node:path"
@@ -18,7 +19,7 @@ const root = join(here, "..")
 const env = (name, fallback) => (process.env[name] === undefined || process.env[name] === "" ? fallback : process.env[name])
 const num = (name, fallback) => Number(env(name, fallback))
 
-const PARTS = new Set(env("BENCH_PARTS", "throughput,fanout,cancel").split(","))
+const PARTS = new Set(env("BENCH_PARTS", "throughput,fanout,cancel,resource").split(","))
 const PAIRS = num("BENCH_PAIRS", 3)
 const GET_PAIRS = num("BENCH_GET_PAIRS", 2)
 const SECONDS = num("BENCH_SECONDS", 2.5)
@@ -425,6 +426,48 @@ const cancelLatency = async () => {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4. Resource plane: GET of a 1 MiB exported file, door vs a plain node:http static answer
+
+const resourceRead = async () => {
+  const workdir = mkdtempSync(join(os.tmpdir(), "bench-resource-"))
+  mkdirSync(join(workdir, "out"), { recursive: true })
+  const file = join(workdir, "out", "one-mib.bin")
+  writeFileSync(file, Buffer.alloc(1024 * 1024, 7))
+  // examples/hello exports out/ read-only; its session lives in the temporary workdir.
+  const door = await startServer("door", ["dist/main.js", "serve", "examples/hello", "--json", "--workdir", workdir])
+  const plain = await startServer("static", ["bench/static-server.mjs", file])
+  try {
+    const doorReq = [{ method: "GET", path: "/resources/files/one-mib.bin" }]
+    const plainReq = [{ method: "GET", path: "/one-mib.bin" }]
+    await cannon(door.url, doorReq, WARMUP)
+    await cannon(plain.url, plainReq, WARMUP)
+    const pairs = []
+    for (let i = 0; i < GET_PAIRS; i++) {
+      const r = await measure(plain, plainReq)
+      const d = await measure(door, doorReq)
+      pairs.push({ plain: r, door: d, ratio: d.rps / r.rps })
+      log(`resource 1 MiB pair ${i + 1}: static ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req)`)
+    }
+    const mean = (f) => pairs.reduce((s, p) => s + f(p), 0) / pairs.length
+    return {
+      bytes: 1024 * 1024,
+      plainRps: mean((p) => p.plain.rps),
+      doorRps: mean((p) => p.door.rps),
+      ratio: mean((p) => p.door.rps) / mean((p) => p.plain.rps),
+      plainCpuUsPerReq: mean((p) => p.plain.serverCpuUsPerReq),
+      doorCpuUsPerReq: mean((p) => p.door.serverCpuUsPerReq),
+      doorP99ms: mean((p) => p.door.p99ms),
+      plainP99ms: mean((p) => p.plain.p99ms),
+      pairs
+    }
+  } finally {
+    await door.stop()
+    await plain.stop()
+    rmSync(workdir, { recursive: true, force: true })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const main = async () => {
   const started = Date.now()
@@ -436,6 +479,7 @@ const main = async () => {
   if (PARTS.has("throughput")) results.throughput = await throughput()
   if (PARTS.has("fanout")) results.fanout = await fanout()
   if (PARTS.has("cancel")) results.cancel = await cancelLatency()
+  if (PARTS.has("resource")) results.resource = await resourceRead()
   results.wallSeconds = (Date.now() - started) / 1000
 
   const rows = []
@@ -450,6 +494,10 @@ const main = async () => {
   }
   const c = results.cancel
   if (c) rows.push([`tasks/cancel of a running task (n=${c.n})`, `${c.notCanceled} not canceled`, `p50 ${round(c.latencyMs.p50)} ms, p99 ${round(c.latencyMs.p99)} ms, max ${round(c.latencyMs.max)} ms`])
+  const rr = results.resource
+  if (rr) {
+    rows.push([`resource plane GET 1 MiB, ${CONNECTIONS} conns`, `door ${Math.round(rr.doorRps)} req/s, node:http static ${Math.round(rr.plainRps)} req/s`, `ratio ${round(rr.ratio)}; server CPU/req door ${round(rr.doorCpuUsPerReq, 1)} µs, static ${round(rr.plainCpuUsPerReq, 1)} µs; p99 door ${round(rr.doorP99ms)} ms, static ${round(rr.plainP99ms)} ms`])
+  }
   const width = rows.reduce((w, r) => Math.max(w, r[0].length), 0)
   console.log(`\ndoor benchmark (${results.date}, ${results.machine.cpus} cpus, node ${process.version}, ${round(results.wallSeconds, 0)} s)`)
   for (const r of rows) console.log(`${r[0].padEnd(width)} | ${r[1]} | ${r[2]}`)

@@ -23,7 +23,7 @@ import {
 } from "../services/ResourcePlanes.js"
 import { Trace } from "../services/Trace.js"
 import type { Containment } from "../services/TraceEvents.js"
-import { type Failure, hashFd, listExport, openExportFile, streamFd } from "./ExportReader.js"
+import { type Failure, hashOpened, listExport, openExportFile, streamFd } from "./ExportReader.js"
 import * as PeerHandle from "./PeerHandle.js"
 
 export interface ExportPlanesOptions {
@@ -142,7 +142,7 @@ export const makeExportPlanes = (options: ExportPlanesOptions) =>
         return fail(opened.left)
       }
       const { fd, size, mtimeMs } = opened.right
-      const sha256 = hashFd(fd, size)
+      const sha256 = hashOpened(opened.right)
       yield* record("resource_read", { path: relpath, outcome: "ok", generation, bytes: size, sha256 })
       return {
         status: 200,
@@ -177,7 +177,7 @@ export const makeExportPlanes = (options: ExportPlanesOptions) =>
       )
       if (Either.isLeft(opened)) return yield* refuse(opened.left.code, p, opened.left.detail)
       const { fd, size, mtimeMs } = opened.right
-      const sha256 = hashFd(fd, size)
+      const sha256 = hashOpened(opened.right)
       yield* record("peer_handle_redeem", { handle_id: handleId, path: p, generation, audience: asserted, bytes: size, sha256, outcome: "ok" })
       return {
         status: 200,

@@ -21,6 +21,8 @@ export interface OpenedFile {
   readonly fd: number
   readonly size: number
   readonly mtimeMs: number
+  /** Identity and version of the inode (device, inode, size, mtime and ctime in ns): the hash cache's key. */
+  readonly version: string
 }
 
 export interface Failure {
@@ -54,23 +56,45 @@ export const openExportFile = (
     return Either.left(fromError(error))
   }
   try {
-    const stat = fstatSync(fd)
+    const stat = fstatSync(fd, { bigint: true })
     if (!stat.isFile()) {
       closeSync(fd)
       return Either.left({ code: "not_a_regular_file" })
     }
-    if (stat.size > maxBytes) {
+    if (stat.size > BigInt(maxBytes)) {
       closeSync(fd)
       return Either.left({ code: "too_large" })
     }
-    return Either.right({ fd, size: stat.size, mtimeMs: Math.floor(stat.mtimeMs) })
+    return Either.right({
+      fd,
+      size: Number(stat.size),
+      mtimeMs: Number(stat.mtimeMs),
+      version: `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`
+    })
   } catch (error) {
     closeSync(fd)
     return Either.left(fromError(error))
   }
 }
 
-const CHUNK = 64 * 1024
+const CHUNK = 256 * 1024
+
+/**
+ * Hashes by inode version: a file read again unchanged is not hashed again. Any write moves its
+ * ctime, which no caller can set back, so a changed file never meets a stale hash.
+ */
+const hashes = new Map<string, string>()
+const HASHES_KEPT = 1024
+
+/** SHA-256 (hex) of an opened file, from its descriptor or from the cache for that very inode version. */
+export const hashOpened = (file: OpenedFile): string => {
+  const known = hashes.get(file.version)
+  if (known !== undefined) return known
+  const hash = hashFd(file.fd, file.size)
+  if (hashes.size >= HASHES_KEPT) hashes.delete(hashes.keys().next().value!)
+  hashes.set(file.version, hash)
+  return hash
+}
 
 /** SHA-256 (hex) of the first `size` bytes of `fd`, read by position (the descriptor's offset is untouched). */
 export const hashFd = (fd: number, size: number): string => {
@@ -87,7 +111,7 @@ export const hashFd = (fd: number, size: number): string => {
 }
 
 /**
- * The first `size` bytes of `fd` as a stream, read by position in 64 KiB chunks; the descriptor
+ * The first `size` bytes of `fd` as a stream, read by position in 256 KiB chunks; the descriptor
  * is closed when the stream ends, fails or is interrupted (a client leaving mid-body).
  */
 export const streamFd = (fd: number, size: number): Stream.Stream<Uint8Array> => {
