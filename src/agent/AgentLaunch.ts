@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
-import { artifactData, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { artifactData, artifactLabel, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
 import { type ContainmentDecision, containmentFor } from "../sandbox/containment/ContainmentDecision.js"
 import { type ShellContainment, shellContainment } from "../sandbox/containment/ShellContainment.js"
@@ -124,7 +124,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     const driver = {
       name: driverArtifact.entry.name,
       spec: {
-        component: yield* cache.load(driverArtifact.wasm, capped),
+        component: yield* cache.load(driverArtifact.wasm, capped, artifactLabel(driverArtifact)),
         grant: { ...driverGrant.grant, gateway: access.gateway },
         deadlineSeconds: limits.deadlineSeconds
       }
@@ -143,7 +143,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       if (entry.runtime !== "tool" || artifact.wasm === undefined) continue
       const granted = yield* toolGrant(context, entry)
       warnings.push(...granted.warnings)
-      tools[entry.name] = { component: yield* cache.load(artifact.wasm, capped), grant: granted.grant, deadlineSeconds: limits.deadlineSeconds }
+      tools[entry.name] = { component: yield* cache.load(artifact.wasm, capped, artifactLabel(artifact)), grant: granted.grant, deadlineSeconds: limits.deadlineSeconds }
     }
 
     let prompt: string | undefined = inference.systemPrompt

@@ -1,12 +1,13 @@
 /**
  * `inspect <file.wasm>`: a component's imports and exports (WIT names with versions) and whether
- * this runtime can run it, and as what. Exit 0 when it can, 1 when it cannot.
+ * this runtime can run it, and as what (the loader's own checks, so what it calls runnable loads).
+ * Exit 0 when it can, 1 when it cannot.
  */
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect } from "effect"
 import { readWorld, runnableAs, supportedMurmur, unsupported } from "../sandbox/ComponentWorld.js"
-import { digestOf } from "../sandbox/ComponentCache.js"
+import { digestOf, foldExtendedConst } from "../sandbox/ComponentCache.js"
 import { exitWith } from "./Exit.js"
 
 const file = Args.file({ name: "file.wasm", exists: "yes" })
@@ -22,7 +23,9 @@ export const inspectCommand = Command.make("inspect", { file, json }, ({ file, j
       else yield* Console.error(`${file}: ${world.left.message}`)
       return yield* exitWith(1)
     }
-    const problems = unsupported(world.right)
+    // What the loader would refuse beyond the world: constant expressions it cannot fold.
+    const folded = foldExtendedConst(bytes)
+    const problems = [...unsupported(world.right), ...(folded._tag === "Left" ? [{ message: folded.left }] : [])]
     const roles = runnableAs(world.right)
     const runnable = problems.length === 0 && roles.length > 0
     if (json) {

@@ -2,7 +2,10 @@
  * `validate <dir>`: parses `<dir>/murmur.yaml` exactly as a launch would (the host environment
  * answers `inference.api_key: ${VAR}`) and reports what it found: each warning as
  * `warning[CODE]: message` and the refusal as `error[CODE]: message` on stderr, or one JSON
- * object `{ok, errors, warnings}` on stdout with `--json`. Exit 1 when the manifest is refused.
+ * object `{ok, errors, warnings}` on stdout with `--json`. Every problem is reported in one pass:
+ * the manifest's parse, and the files and grants it implies (./ValidateChecks.ts). Exit 1 on
+ * any error, and on any warning with `--strict`. A tool or driver directory (its `murmur.yaml`
+ * has `runtime:`) is checked as an artifact manifest.
  */
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
@@ -10,11 +13,14 @@ import { Console, Effect, Either } from "effect"
 import { join } from "node:path"
 import { HostEnvironment } from "../layers/Host.js"
 import { isAgentCapsule, parseManifest } from "../sandbox/Manifest.js"
+import { parseArtifactManifest } from "../sandbox/manifest/ArtifactManifest.js"
 import { MANIFEST_FILENAME } from "../sandbox/manifest/ManifestError.js"
 import { exitWith } from "./Exit.js"
+import { checkCapsuleFiles } from "./ValidateChecks.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
+const strict = Options.boolean("strict").pipe(Options.withDescription("Exit 1 on warnings too"))
 
 export interface Diagnostic {
   readonly code: string
@@ -44,6 +50,28 @@ export const validateManifest = (text: string, env: Readonly<Record<string, stri
   }
 }
 
+/** An artifact's own manifest (a tool or driver directory), as `new tool` makes. */
+const validateArtifact = (text: string): Validation => {
+  const parsed = parseArtifactManifest(text)
+  if (Either.isLeft(parsed)) return { ok: false, errors: [{ code: parsed.left.code, message: parsed.left.message }], warnings: [] }
+  return { ok: true, errors: [], warnings: [], summary: `${parsed.right.name}@${parsed.right.version} (${parsed.right.runtime} artifact)` }
+}
+
+const isArtifactManifest = (text: string) => /^runtime\s*:/m.test(text) && !/^inference\s*:/m.test(text)
+
+/** The manifest's verdict plus the file and grant checks, errors and warnings merged. */
+export const validateDirectory = (dir: string, text: string, env: Readonly<Record<string, string | undefined>>, path?: string): Validation => {
+  const verdict = isArtifactManifest(text) ? validateArtifact(text) : validateManifest(text, env, path)
+  const checked = checkCapsuleFiles(dir, text)
+  const errors = [...verdict.errors, ...checked.errors]
+  return {
+    ok: errors.length === 0,
+    errors,
+    warnings: [...verdict.warnings, ...checked.warnings],
+    ...(errors.length === 0 && verdict.summary !== undefined ? { summary: verdict.summary } : {})
+  }
+}
+
 /** Reads the manifest file; a missing or unreadable file is itself the error (E-IO-001, E-IO-003). */
 const readManifest = (path: string) =>
   Effect.gen(function*() {
@@ -62,21 +90,29 @@ const readManifest = (path: string) =>
 /** A warning's text without the `warning: ` the reference prints in front of some of them. */
 const bare = (message: string) => message.replace(/^warning: /, "")
 
-export const validateCommand = Command.make("validate", { dir, json }, ({ dir, json }) =>
+export const validateCommand = Command.make("validate", { dir, json, strict }, ({ dir, json, strict }) =>
   Effect.gen(function*() {
     const host = yield* HostEnvironment
     const path = join(dir, MANIFEST_FILENAME)
     const text = yield* readManifest(path)
     const result: Validation = Either.isLeft(text)
       ? { ok: false, errors: [text.left], warnings: [] }
-      : validateManifest(text.right, host.env, path)
+      : validateDirectory(dir, text.right, host.env, path)
     if (json) {
       yield* Console.log(JSON.stringify({ ok: result.ok, errors: result.errors, warnings: result.warnings }))
     } else {
       for (const warning of result.warnings) yield* Console.error(`warning[${warning.code}]: ${bare(warning.message)}`)
       for (const error of result.errors) yield* Console.error(`error[${error.code}]: ${error.message}`)
       if (result.summary !== undefined) yield* Console.log(`${path}: ok, ${result.summary}`)
+      const counted = [
+        ...(result.errors.length > 0 ? [`${result.errors.length} error${result.errors.length === 1 ? "" : "s"}`] : []),
+        ...(result.warnings.length > 0 ? [`${result.warnings.length} warning${result.warnings.length === 1 ? "" : "s"}`] : [])
+      ]
+      if (result.errors.length > 1 || (strict && result.warnings.length > 0)) yield* Console.error(`${path}: ${counted.join(", ")}`)
     }
-    if (!result.ok) return yield* exitWith(1)
+    if (!result.ok || (strict && result.warnings.length > 0)) return yield* exitWith(1)
   }).pipe(Effect.provide(HostEnvironment.layer))
-).pipe(Command.withDescription("Check a capsule's murmur.yaml and print its errors and warnings"))
+).pipe(Command.withDescription(
+  "Check a capsule's murmur.yaml, its artifacts' files and its network grant; print every error and warning.\n" +
+    "Example: capsule-runtime validate examples/hello --strict"
+))

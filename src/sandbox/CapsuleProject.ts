@@ -25,6 +25,8 @@ export interface ResolvedArtifact {
   /** The WebAssembly component; absent for native tools and skills. */
   readonly wasm: Uint8Array | undefined
   readonly sha256: string | undefined
+  /** The `.wasm` file it came from (named in a load failure). */
+  readonly path: string | undefined
 }
 
 /** `describe` answers schemas as JSON strings (a manifest may hold either form). */
@@ -50,12 +52,17 @@ export interface CapsuleProject {
   readonly artifacts: ReadonlyArray<ResolvedArtifact>
 }
 
-const resolved = (entry: ArtifactEntry, own: ArtifactManifest | undefined, wasm: Uint8Array | undefined): ResolvedArtifact => ({
+const resolved = (entry: ArtifactEntry, own: ArtifactManifest | undefined, wasm: Uint8Array | undefined, path?: string): ResolvedArtifact => ({
   entry,
   own,
   wasm,
-  sha256: wasm === undefined ? undefined : digestOf(wasm)
+  sha256: wasm === undefined ? undefined : digestOf(wasm),
+  path
 })
+
+/** How a load failure names an artifact: its role, name and file. */
+export const artifactLabel = (artifact: ResolvedArtifact): string =>
+  `${artifact.entry.runtime} '${artifact.entry.name}'${artifact.path === undefined ? "" : ` (${artifact.path})`}`
 
 const fail = (code: string, message: string) => Effect.fail(new ProjectError({ code, message }))
 
@@ -85,7 +92,7 @@ const readArtifactDir = (directory: string, entry: ArtifactEntry) =>
       return resolved(entry, own, undefined)
     }
     const path = yield* rootWasm(directory, `artifact '${entry.name}': missing root .wasm file (expected capsule.wasm or one root *.wasm)`)
-    return resolved(entry, own, yield* io(`cannot read ${path}`, () => readFile(path)))
+    return resolved(entry, own, yield* io(`cannot read ${path}`, () => readFile(path)), path)
   })
 
 const resolveArtifact = (directory: string, entry: ArtifactEntry) =>
@@ -96,7 +103,7 @@ const resolveArtifact = (directory: string, entry: ArtifactEntry) =>
     const info = yield* Effect.promise(() => stat(location).catch(() => undefined))
     if (info === undefined) return undefined as ResolvedArtifact | undefined
     if (info.isDirectory()) return yield* readArtifactDir(location, entry)
-    return resolved(entry, undefined, yield* io(`cannot read ${location}`, () => readFile(location)))
+    return resolved(entry, undefined, yield* io(`cannot read ${location}`, () => readFile(location)), location)
   })
 
 /** Registry artifacts are pinned; `source:` ones are the operator's own working copies. */
@@ -144,7 +151,9 @@ const resolveAll = (root: string, wanted: ReadonlyArray<ArtifactEntry>) =>
     const found = yield* Effect.forEach(wanted, (entry) => resolveArtifact(root, entry))
     const missing = wanted.filter((_, i) => found[i] === undefined)
     if (missing.length > 0) {
-      return yield* fail("E-RUN-008", `missing artifacts: ${missing.map((entry) => `${entry.name}@${entry.version}`).join(", ")}`)
+      // The paths tried, so a capsule copied elsewhere shows which relative `source:` broke.
+      const described = missing.map((entry) => `${entry.name}@${entry.version} (looked in ${artifactLocation(root, entry)})`)
+      return yield* fail("E-RUN-008", `missing artifacts: ${described.join(", ")}`)
     }
     const artifacts = found.filter((artifact): artifact is ResolvedArtifact => artifact !== undefined)
     yield* pin(root, artifacts)

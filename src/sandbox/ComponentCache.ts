@@ -11,6 +11,7 @@ import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { transpile } from "@bytecodealliance/jco"
 import { Context, Effect, Either, Layer } from "effect"
+import { extendedConstSites, lowerExtendedConst } from "../build/WasmConstExpr.js"
 import { type ComponentWorld, readWorld, unsupported } from "./ComponentWorld.js"
 import { glueScript } from "./GlueScript.js"
 import type { LoadedGuest } from "./GuestJob.js"
@@ -34,7 +35,7 @@ export interface ComponentCacheConfig {
 }
 
 /** Bumped whenever the transpile options or the on-disk layout change. */
-const layoutVersion = "jco-1.35.0-sync-2"
+const layoutVersion = "jco-1.35.0-sync-3"
 
 /** The glue rewritten as a classic script (GlueScript.ts). */
 const SCRIPT = "component.script.js"
@@ -44,10 +45,27 @@ const message = (error: unknown) => error instanceof Error ? error.message : Str
 export class ComponentCache extends Context.Tag("capsule-runtime/sandbox/ComponentCache")<ComponentCache, {
   /** What a component imports and exports; fails when this runtime cannot run it. */
   readonly inspect: (bytes: Uint8Array) => Effect.Effect<ComponentWorld, SandboxError>
-  /** Checks, transpiles (or reads the disk cache), caps and compiles a component. */
-  readonly load: (bytes: Uint8Array, limits: Limits) => Effect.Effect<CompiledComponent, SandboxError>
+  /**
+   * Checks, transpiles (or reads the disk cache), caps and compiles a component. `label` names it
+   * in a load failure (`tool 'greet' (/path/greet.wasm)`), so the person knows which file to fix.
+   */
+  readonly load: (bytes: Uint8Array, limits: Limits, label?: string) => Effect.Effect<CompiledComponent, SandboxError>
 }>() {
   static readonly layer = (config: ComponentCacheConfig) => Layer.sync(ComponentCache, () => makeCache(config))
+}
+
+/**
+ * componentize-qjs output initialises globals with extended constant expressions, which Node 20
+ * refuses; they are folded here as the build does (../build/WasmConstExpr.ts), so a component
+ * `inspect` calls runnable loads whichever way it was built.
+ */
+export const foldExtendedConst = (bytes: Uint8Array): Either.Either<Uint8Array, string> => {
+  if (extendedConstSites(bytes).length === 0) return Either.right(bytes)
+  const lowered = lowerExtendedConst(bytes)
+  const left = extendedConstSites(lowered)
+  return left.length === 0
+    ? Either.right(lowered)
+    : Either.left(`it initialises globals with extended constant expressions this Node cannot compile (${left.slice(0, 3).join(", ")})`)
 }
 
 export const digestOf = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
@@ -76,7 +94,9 @@ const makeCache = (config: ComponentCacheConfig) => {
     } catch {
       // not cached yet
     }
-    const output = await transpile(bytes, { name: "component", instantiation: "sync", noTypescript: true }) as {
+    const folded = foldExtendedConst(bytes)
+    if (Either.isLeft(folded)) throw new Error(folded.left)
+    const output = await transpile(folded.right, { name: "component", instantiation: "sync", noTypescript: true }) as {
       files: Record<string, Uint8Array>
     }
     const staging = `${directory}.tmp-${process.pid}-${Math.random().toString(16).slice(2)}`
@@ -116,7 +136,7 @@ const makeCache = (config: ComponentCacheConfig) => {
 
   const inspect = (bytes: Uint8Array) => checkedWorld(digestOf(bytes), bytes)
 
-  const load = (bytes: Uint8Array, limits: Limits) =>
+  const load = (bytes: Uint8Array, limits: Limits, label?: string) =>
     Effect.gen(function*() {
       const digest = digestOf(bytes)
       const world = yield* checkedWorld(digest, bytes)
@@ -130,7 +150,10 @@ const makeCache = (config: ComponentCacheConfig) => {
       const promise = pending
       return yield* Effect.tryPromise({
         try: () => promise,
-        catch: (error) => error instanceof SandboxError ? error : new SandboxError({ reason: "InvalidComponent", message: `could not load the component: ${message(error)}` })
+        catch: (error) =>
+          error instanceof SandboxError
+            ? error
+            : new SandboxError({ reason: "InvalidComponent", message: `could not load ${label ?? "the component"}: ${message(error)}` })
       })
     }).pipe(Effect.withSpan("ComponentCache.load"))
 

@@ -7,7 +7,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { Trust } from "../services/Task.js"
-import { artifactData, type CapsuleProject } from "./CapsuleProject.js"
+import { artifactData, artifactLabel, type CapsuleProject } from "./CapsuleProject.js"
 import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
 import { type ContainmentDecision, containmentFor } from "./containment/ContainmentDecision.js"
 import type { ArtifactData, GuestGrant } from "./GuestJob.js"
@@ -53,7 +53,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
     const context: GrantContext = { manifest: project.manifest, workdir, hostEnv: options.hostEnv, runtimeVars: {} }
     const limits = effectiveLimits(project.manifest.capabilities)
     const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
-    const capsule = yield* cache.load(project.component!.bytes, capped)
+    const capsule = yield* cache.load(project.component!.bytes, capped, `capsule ${project.manifest.name} (${project.component!.path})`)
     const granted = yield* capsuleGrant(context)
     const warnings = [...project.warnings.map((w) => `warning[${w.code}]: ${w.message}`), ...granted.warnings]
     const tools: Record<string, ToolSpec> = {}
@@ -62,7 +62,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       const tool = yield* toolGrant(context, artifact.entry)
       warnings.push(...tool.warnings)
       tools[artifact.entry.name] = {
-        component: yield* cache.load(artifact.wasm, capped),
+        component: yield* cache.load(artifact.wasm, capped, artifactLabel(artifact)),
         grant: tool.grant,
         deadlineSeconds: limits.deadlineSeconds
       }

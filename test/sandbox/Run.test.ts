@@ -44,7 +44,11 @@ describe("run: tools", () => {
     writeFileSync(join(dir, "murmur.yaml"), readFileSync(join(dir, "murmur.yaml"), "utf8").replace("version: 0.1.0\n    runtime", "version: 9.9.9\n    runtime"))
     const missing = await runCli(["run", dir, "--json"])
     expect(missing.code).toBe(1)
-    expect(exitEvent(missing).error).toEqual({ code: "E-RUN-008", message: "missing artifacts: echo-tool@9.9.9" })
+    // The path it looked in is named, so a capsule copied elsewhere shows which `source:` broke.
+    expect(exitEvent(missing).error).toEqual({
+      code: "E-RUN-008",
+      message: `missing artifacts: echo-tool@9.9.9 (looked in ${join(dir, ".murmur", "artifacts", "echo-tool", "9.9.9")})`
+    })
   })
 
   it("an undeclared tool is an err the capsule sees, not a crash", async () => {

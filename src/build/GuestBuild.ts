@@ -1,0 +1,165 @@
+/**
+ * Builds one JS or TS guest directory (a `world.wit` beside its modules) into a component with
+ * the pipeline the shipped guests use: StarlingMonkey when the world imports `wasi:http` (QuickJS
+ * cannot link it), else QuickJS with its extended-const initializers folded; then the loader's own
+ * checks. The output is stamped with a digest of everything it was built from, so an unchanged
+ * guest is not rebuilt. `npm run build` (./ShippedGuests.ts) and `build <dir>` both come here.
+ */
+import { createHash } from "node:crypto"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { basename, join } from "node:path"
+import { componentWit } from "@bytecodealliance/jco"
+import { parseWorld, runnableAs, unsupported } from "../sandbox/ComponentWorld.js"
+import { assembleWit, builderVersions } from "./GuestWit.js"
+import { buildQuickJs, type GuestSource } from "./QuickJsBuild.js"
+import { buildStarlingMonkey, starlingMonkeyVersion } from "./StarlingMonkeyBuild.js"
+
+export interface GuestBuilder {
+  /** Shown in progress lines. */
+  readonly label: "QuickJS" | "StarlingMonkey"
+  /** The builder as the stamp records it (its version, when not in `builderVersions`). */
+  readonly id: () => string
+  readonly build: (source: GuestSource) => Promise<Uint8Array>
+}
+
+export const quickJs: GuestBuilder = { label: "QuickJS", id: () => "componentize-qjs", build: buildQuickJs }
+export const starlingMonkey: GuestBuilder = { label: "StarlingMonkey", id: starlingMonkeyVersion, build: buildStarlingMonkey }
+
+/** What a guest directory holds and becomes. */
+export interface GuestDir {
+  readonly dir: string
+  /** Entry module file name in `dir`. */
+  readonly entry: string
+  readonly world: string
+  readonly builder: GuestBuilder
+  /** The component's file name in `dir` (`<name>.wasm`); its stamp is `.<file>.stamp`. */
+  readonly output: string
+  /** What it must be runnable as once built. */
+  readonly role: "tool" | "capsule"
+}
+
+export interface Built {
+  readonly file: string
+  readonly rebuilt: boolean
+  readonly ms: number
+  readonly bytes: number
+}
+
+/** Bump when the build changes in a way the hashed inputs do not show. */
+const BUILD_REVISION = "ShippedGuests/2"
+
+const ENTRY_NAMES = ["tool", "driver", "capsule", "index", "main"]
+
+/** The conventional entry module of a guest directory, `.ts` before `.js`. */
+export const findEntry = (dir: string): string | undefined => {
+  const names = new Set(readdirSync(dir))
+  for (const stem of ENTRY_NAMES) {
+    for (const ext of [".ts", ".js", ".mjs"]) if (names.has(stem + ext)) return stem + ext
+  }
+  return undefined
+}
+
+/** The worlds `world.wit` declares, each with the text of its body. */
+const worldsOf = (wit: string): ReadonlyArray<{ readonly name: string; readonly body: string }> =>
+  [...wit.matchAll(/^\s*world\s+([\w-]+)\s*\{([^}]*)\}/gm)].map((match) => ({ name: match[1]!, body: match[2]! }))
+
+/**
+ * The world to build (the one named after the role when there are several) and its builder:
+ * componentize-qjs refuses every guest importing `wasi:http`, so those go to StarlingMonkey.
+ */
+export const chooseWorld = (wit: string, preferred: string): { readonly world: string; readonly builder: GuestBuilder } | undefined => {
+  const worlds = worldsOf(wit)
+  const world = worlds.find((candidate) => candidate.name === preferred) ?? worlds[0]
+  if (world === undefined) return undefined
+  return { world: world.name, builder: /import\s+wasi:http\//.test(world.body) ? starlingMonkey : quickJs }
+}
+
+/** Every source the component is made of, in a fixed order: the WIT and the modules. */
+const sourceFiles = (dir: string): ReadonlyArray<string> =>
+  readdirSync(dir).filter((name) => name === "world.wit" || /\.(m?js|ts)$/.test(name) && !name.endsWith(".d.ts")).sort()
+
+export const stampFileOf = (guest: GuestDir): string => join(guest.dir, `.${guest.output}.stamp`)
+
+/** The digest the stamp holds: the build's inputs, so any change to them rebuilds. */
+export const guestDigest = (guest: GuestDir, wit: string): string => {
+  const hash = createHash("sha256")
+  for (const part of [BUILD_REVISION, builderVersions(), guest.builder.id(), guest.world, wit]) hash.update(part).update("\0")
+  for (const source of sourceFiles(guest.dir)) hash.update(source).update("\0").update(readFileSync(join(guest.dir, source))).update("\0")
+  return hash.digest("hex")
+}
+
+/** True when the component on disk was built from exactly the sources there now. */
+export const isUpToDate = (guest: GuestDir): boolean => {
+  const file = join(guest.dir, guest.output)
+  const stampFile = stampFileOf(guest)
+  if (!existsSync(file) || !existsSync(stampFile)) return false
+  return readFileSync(stampFile, "utf8") === guestDigest(guest, assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8")))
+}
+
+/** The built component must be one our loader accepts (murmur:* exact, wasi:*@0.2.x) and runs. */
+const checkWorld = async (bytes: Uint8Array, guest: GuestDir) => {
+  const world = parseWorld(await componentWit(bytes))
+  const problems = unsupported(world).map((problem) => problem.message)
+  if (!runnableAs(world).includes(guest.role)) {
+    problems.push(`it does not export murmur:${guest.role === "capsule" ? "capsule" : "tool"}/run@0.1.0 (world ${guest.world})`)
+  }
+  if (problems.length > 0) throw new Error(problems.join("; "))
+}
+
+/**
+ * TypeScript entries are transpiled (types erased, module by module) into a scratch copy of
+ * the directory, so both builders see plain ES modules with the same relative imports.
+ */
+const withPlainJs = async <A>(guest: GuestDir, build: (dir: string) => Promise<A>): Promise<A> => {
+  const files = sourceFiles(guest.dir)
+  if (!files.some((name) => name.endsWith(".ts"))) return build(guest.dir)
+  const ts = (await import("typescript")).default
+  const scratch = mkdtempSync(join(tmpdir(), "capsule-runtime-ts-"))
+  try {
+    for (const name of files) {
+      const text = readFileSync(join(guest.dir, name), "utf8")
+      if (!name.endsWith(".ts")) {
+        writeFileSync(join(scratch, name), text)
+        continue
+      }
+      const out = ts.transpileModule(text, {
+        fileName: name,
+        compilerOptions: { target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.ESNext, verbatimModuleSyntax: false }
+      })
+      writeFileSync(join(scratch, name.replace(/\.ts$/, ".js")), out.outputText)
+    }
+    return await build(scratch)
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
+
+export const buildGuestDir = async (guest: GuestDir): Promise<Built> => {
+  const started = Date.now()
+  const file = join(guest.dir, guest.output)
+  const stampFile = stampFileOf(guest)
+  const wit = assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8"))
+  const stamp = guestDigest(guest, wit)
+  if (existsSync(file) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) {
+    return { file, rebuilt: false, ms: Date.now() - started, bytes: readFileSync(file).length }
+  }
+  const bytes = await withPlainJs(guest, (dir) => {
+    const entry = join(dir, basename(guest.entry).replace(/\.ts$/, ".js"))
+    return guest.builder.build({ entry, jsSource: readFileSync(entry, "utf8"), wit, world: guest.world })
+  })
+  await checkWorld(bytes, guest)
+  // Concurrent builds (a test run beside `npm run build`) each write their own temp file; the
+  // renames are atomic, so a reader sees one whole component or the previous one.
+  const unique = `${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
+  try {
+    writeFileSync(`${file}.${unique}`, bytes)
+    renameSync(`${file}.${unique}`, file)
+    writeFileSync(`${stampFile}.${unique}`, stamp)
+    renameSync(`${stampFile}.${unique}`, stampFile)
+  } finally {
+    rmSync(`${file}.${unique}`, { force: true })
+    rmSync(`${stampFile}.${unique}`, { force: true })
+  }
+  return { file, rebuilt: true, ms: Date.now() - started, bytes: bytes.length }
+}

@@ -1,0 +1,48 @@
+/**
+ * `build <dir>`: builds every guest of a capsule that comes as source (../build/CapsuleBuild.ts)
+ * with the shipped guests' pipeline, skipping those whose digest stamp matches. One line per
+ * guest with its time; each failure as `error[CODE]: …` naming the guest and its directory;
+ * exit 1 when anything failed.
+ */
+import { Args, Command } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { relative } from "node:path"
+import { planCapsuleBuild } from "../build/CapsuleBuild.js"
+import { buildGuestDir, isUpToDate } from "../build/GuestBuild.js"
+import { exitWith } from "./Exit.js"
+
+const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule (or tool) directory holding murmur.yaml"))
+
+const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`
+
+export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: string) {
+  const plan = planCapsuleBuild(directory)
+  let failed = plan.problems.length
+  for (const problem of plan.problems) yield* Console.error(`error[${problem.code}]: ${problem.message}`)
+  if (plan.targets.length === 0 && failed === 0) yield* Console.log(`${directory}: nothing to build (no guest directory with a world.wit)`)
+  for (const { guest, label } of plan.targets) {
+    const shown = relative(process.cwd(), `${guest.dir}/${guest.output}`) || guest.output
+    if (isUpToDate(guest)) {
+      yield* Console.log(`up to date ${label} → ${shown}`)
+      continue
+    }
+    // StarlingMonkey takes ~20 s: say so before, not after.
+    yield* Console.log(`building ${label} (${guest.builder.label}, world ${guest.world})…`)
+    const built = yield* Effect.tryPromise(() => buildGuestDir(guest)).pipe(Effect.either)
+    if (built._tag === "Left") {
+      failed++
+      const cause = built.left.cause instanceof Error ? built.left.cause.message : String(built.left.cause)
+      yield* Console.error(`error[E-BUILD-001]: ${label} (${guest.dir}): ${cause}`)
+      continue
+    }
+    yield* Console.log(`built ${label} in ${built.right.ms} ms (${mib(built.right.bytes)}) → ${shown}`)
+  }
+  if (failed > 0) return yield* exitWith(1)
+})
+
+export const buildCommand = Command.make("build", { dir }, ({ dir }) => buildCapsule(dir)).pipe(
+  Command.withDescription(
+    "Build a capsule's JS/TS guests (its tools, driver, script component) into components, skipping unchanged ones.\n" +
+      "Example: capsule-runtime build examples/hello"
+  )
+)
