@@ -24,12 +24,16 @@ const capsule = (manifest: string | undefined) => {
   const dir = mkdtempSync(join(tmpdir(), "validate-"))
   dirs.push(dir)
   if (manifest !== undefined) writeFileSync(join(dir, "murmur.yaml"), manifest)
+  // AGENT's driver, installed where a registry artifact lives (validate checks it is there).
+  mkdirSync(join(dir, ".murmur", "artifacts", "d", "1.0.0"), { recursive: true })
+  writeFileSync(join(dir, ".murmur", "artifacts", "d", "1.0.0", "d.wasm"), "")
   return dir
 }
 
 const AGENT = `name: demo
 version: 0.1.0
 artifacts: [{ name: d, version: 1.0.0, runtime: driver }]
+capabilities: { network: { allow: ["http://127.0.0.1:11434"] } }
 inference:
   endpoint: http://127.0.0.1:11434
   model: llama3
@@ -62,12 +66,10 @@ describe("validate", () => {
     assert.strictEqual(status, 0)
     assert.deepStrictEqual(err.map((line) => line.slice(0, line.indexOf("]") + 1)), [
       "warning[W-SEC-019]",
-      "warning[W-RETIRED-KEY]",
-      "warning[W-RUN-001]"
+      "warning[W-RETIRED-KEY]"
     ])
     assert.match(err[0]!, /^warning\[W-SEC-019\]: unrecognized key 'temprature' in inference — /)
     assert.strictEqual(err[1], "warning[W-RETIRED-KEY]: 'trace.include_tool_output: true' is retired; use 'trace.capture: content' instead")
-    assert.strictEqual(err[2], "warning[W-RUN-001]: 'context.record' is accepted but not acted on by capsule-runtime (TypeScript) yet: it was validated and has no effect when this runtime runs the capsule")
     assert.deepStrictEqual(out, [`${join(dir, "murmur.yaml")}: ok, demo@0.1.0 (agent capsule)`])
   })
 
@@ -124,6 +126,62 @@ describe("validate", () => {
       ok: false,
       errors: [{ code: "E-MAN-001", message: "murmur.yaml: missing required field 'name'" }],
       warnings: []
+    })
+  })
+
+  // Issue 12's frictions: each of these printed "ok" and exited 0, or reported the first only.
+  describe("every problem in one pass", () => {
+    const THREE_MISTAKES = `name: demo
+version: 0.1.0
+artifacts:
+  - { name: openai, runtime: driver, source: ../../drivers/openai, local_source: true }
+  - { name: greet, runtime: tool, source: artifacts/greet, local_source: true }
+capabilites:
+  shell: { allow: [echo] }
+inference:
+  endpoint: https://api.example.test/v1
+  model: m
+  driver: { artifact: openai }
+`
+
+    it("reports a misspelled top-level key, a missing source and an uncovered endpoint together; exit 1", async () => {
+      const dir = capsule(THREE_MISTAKES)
+      const { err, out, status } = await validate([dir])
+      assert.strictEqual(status, 1)
+      assert.deepStrictEqual(out, [])
+      const codes = err.map((line) => line.slice(0, line.indexOf("]") + 1))
+      assert.includeMembers(codes, ["warning[W-SEC-019]", "warning[W-VAL-001]", "error[E-VAL-001]"])
+      assert.strictEqual(codes.filter((code) => code === "error[E-VAL-001]").length, 2)
+      assert.match(err.find((line) => line.startsWith("warning[W-SEC-019]"))!, /'capabilites' at the top level — did you mean 'capabilities'/)
+      assert.include(err.join("\n"), `source 'artifacts/greet' does not exist (resolved to ${join(dir, "artifacts/greet")})`)
+      assert.include(err.join("\n"), "inference.endpoint https://api.example.test is not covered by capabilities.network.allow")
+      assert.match(err.at(-1)!, /: 2 errors, 2 warnings$/)
+    })
+
+    it("--strict turns a warning alone into exit 1; without it the warning is printed and exit is 0", async () => {
+      const dir = capsule(`${AGENT.replace("capabilities:", "capabilites:")}`)
+      const lax = await validate([dir])
+      assert.strictEqual(lax.status, 0)
+      assert.match(lax.err[0]!, /^warning\[W-SEC-019\]: unrecognized key 'capabilites'/)
+      const strict = await validate([dir, "--strict"])
+      assert.strictEqual(strict.status, 1)
+      assert.match(strict.err.at(-1)!, /: 2 warnings$/)
+    })
+
+    it("the endpoint in an error carries no credentials from its URL", async () => {
+      const dir = capsule(AGENT.replace("endpoint: http://127.0.0.1:11434", "endpoint: https://user:sk-secret@api.example.test/v1"))
+      const { err } = await validate([dir, "--strict"])
+      assert.include(err.join("\n"), "https://api.example.test")
+      assert.notInclude(err.join("\n"), "sk-secret")
+    })
+
+    it("a source directory not built yet says to run build", async () => {
+      const dir = capsule(`name: demo\nversion: 0.1.0\nartifacts:\n  - { name: t, runtime: tool, source: t, local_source: true }\n`)
+      mkdirSync(join(dir, "t"))
+      writeFileSync(join(dir, "t", "world.wit"), "package x:t;\nworld tool { export murmur:tool/run@0.1.0; }\n")
+      const { err, status } = await validate([dir])
+      assert.strictEqual(status, 1)
+      assert.deepStrictEqual(err, [`error[E-VAL-002]: artifact 't': ${join(dir, "t")} has sources but no component yet; run: capsule-runtime build ${dir}`])
     })
   })
 })
