@@ -9,8 +9,6 @@ import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
-import { componentWit } from "@bytecodealliance/jco"
-import { parseWorld, runnableAs, unsupported } from "../sandbox/ComponentWorld.js"
 import { assembleWit, builderVersions } from "./GuestWit.js"
 import { buildQuickJs, type GuestSource } from "./QuickJsBuild.js"
 import { buildStarlingMonkey, starlingMonkeyVersion } from "./StarlingMonkeyBuild.js"
@@ -99,6 +97,9 @@ export const isUpToDate = (guest: GuestDir): boolean => {
 
 /** The built component must be one our loader accepts (murmur:* exact, wasi:*@0.2.x) and runs. */
 const checkWorld = async (bytes: Uint8Array, guest: GuestDir) => {
+  // jco and effect are loaded only when something is built: `npm start`'s up-to-date check skips them.
+  const { componentWit } = await import("@bytecodealliance/jco")
+  const { parseWorld, runnableAs, unsupported } = await import("../sandbox/ComponentWorld.js")
   const world = parseWorld(await componentWit(bytes))
   const problems = unsupported(world).map((problem) => problem.message)
   if (!runnableAs(world).includes(guest.role)) {
