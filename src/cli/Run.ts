@@ -11,6 +11,7 @@ import { loadAnyProject } from "../sandbox/CapsuleProject.js"
 import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
+import { integerFlag } from "./Flags.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
@@ -18,11 +19,14 @@ const workdir = Options.directory("workdir").pipe(Options.withDescription("Workd
 const json = Options.boolean("json").pipe(Options.withDescription("End with one JSON exit event on stdout"))
 const task = Options.text("task").pipe(Options.withDescription("An agent capsule's task (else <workdir>/task.md, else the first A2A task)"), Options.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address an agent capsule's door binds"))
-const port = Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port an agent capsule's door binds (0: any free port)"))
-const idleTimeout = Options.integer("idle-timeout").pipe(
-  Options.withDefault(defaultIdleTimeoutSecs),
-  Options.withDescription("Seconds an agent capsule waits for its first A2A task")
+const port = integerFlag("port", { min: 0, max: 65535, placeholder: "PORT", description: "Port an agent capsule's door binds (0: any free port; default 0)" }).pipe(
+  Options.withDefault(0)
 )
+const idleTimeout = integerFlag("idle-timeout", {
+  min: 1,
+  placeholder: "SECONDS",
+  description: `Seconds an agent capsule waits for its first A2A task (default ${defaultIdleTimeoutSecs})`
+}).pipe(Options.withDefault(defaultIdleTimeoutSecs))
 
 export const runCommand = Command.make("run", { dir, workdir, json, task, host, port, idleTimeout }, (options) =>
   Effect.gen(function*() {

@@ -15,19 +15,21 @@ import { prepareScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { agentSession, inputTimeoutMs } from "./AgentServe.js"
+import { choiceFlag, integerFlag } from "./Flags.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A capsule directory (script or agent)"), Args.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
-const port = Options.integer("port").pipe(Options.withDefault(0), Options.withDescription("Port to bind (0: any free port)"))
-const acceptance = Options.choice("task-acceptance", ["none", "single", "queue"] as const).pipe(
-  Options.withDefault("queue" as const),
-  Options.withDescription("none: no task starts; single: one task per session; queue: tasks wait in lanes")
+const port = integerFlag("port", { min: 0, max: 65535, placeholder: "PORT", description: "Port to bind (0: any free port; default 0)" }).pipe(
+  Options.withDefault(0)
 )
-const queueDepth = Options.integer("queue-depth").pipe(Options.withDefault(32), Options.withDescription("Most tasks waiting to start"))
-const maxActive = Options.integer("max-active").pipe(Options.withDefault(4), Options.withDescription("Most tasks running at once (a script capsule runs one)"))
-const maxBody = Options.integer("max-body-bytes").pipe(Options.withDefault(1024 * 1024), Options.withDescription("Largest request body"))
-const retain = Options.integer("retain-tasks").pipe(Options.withDefault(1000), Options.withDescription("Finished tasks kept for tasks/get"))
+const acceptance = choiceFlag("task-acceptance", ["none", "single", "queue"] as const, "none: no task starts; single: one task per session; queue: tasks wait in lanes (default queue)").pipe(
+  Options.withDefault("queue" as const)
+)
+const queueDepth = integerFlag("queue-depth", { min: 0, placeholder: "N", description: "Most tasks waiting to start (default 32)" }).pipe(Options.withDefault(32))
+const maxActive = integerFlag("max-active", { min: 1, placeholder: "N", description: "Most tasks running at once; a script capsule runs one (default 4)" }).pipe(Options.withDefault(4))
+const maxBody = integerFlag("max-body-bytes", { min: 1, placeholder: "BYTES", description: "Largest request body (default 1048576)" }).pipe(Options.withDefault(1024 * 1024))
+const retain = integerFlag("retain-tasks", { min: 0, placeholder: "N", description: "Finished tasks kept for tasks/get (default 1000)" }).pipe(Options.withDefault(1000))
 const retainBytes = Options.integer("retain-bytes").pipe(
   Options.withDefault(256 * 1024 * 1024),
   Options.withDescription("Bytes of finished tasks kept for tasks/get (their text); the oldest are forgotten first")
