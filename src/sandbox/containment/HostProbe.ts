@@ -9,7 +9,7 @@
  */
 import { execFile } from "node:child_process"
 import { accessSync, constants } from "node:fs"
-import { delimiter, join } from "node:path"
+import { delimiter, isAbsolute, join } from "node:path"
 import { Effect } from "effect"
 import { LAUNCHER_ARCHES } from "./ExecLauncher.js"
 
@@ -17,11 +17,12 @@ export type HostTier =
   | { readonly tier: "sealed"; readonly bwrap: string }
   | { readonly tier: "advisory"; readonly reason: string }
 
-const SYSTEM_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+export const SYSTEM_DIRS: ReadonlyArray<string> = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
 
-const onPath = (name: string, path: string | undefined, extra: ReadonlyArray<string> = []): string | undefined => {
+/** The first executable `name` in `path`'s directories, then `extra`; relative entries are skipped. */
+export const executableOnPath = (name: string, path: string | undefined, extra: ReadonlyArray<string> = []): string | undefined => {
   for (const dir of [...(path ?? "").split(delimiter), ...extra]) {
-    if (dir === "") continue
+    if (!isAbsolute(dir)) continue
     const candidate = join(dir, name)
     try {
       accessSync(candidate, constants.X_OK)
@@ -44,12 +45,12 @@ const trial = (bwrap: string) =>
 export const probeHost = (path: string | undefined, explicit?: string): Effect.Effect<HostTier> =>
   Effect.gen(function*() {
     if (process.platform !== "linux") return { tier: "advisory", reason: `OS containment needs Linux (this host is ${process.platform})` } as const
-    const bwrap = explicit ?? onPath("bwrap", path)
+    const bwrap = explicit ?? executableOnPath("bwrap", path)
     if (bwrap === undefined) return { tier: "advisory", reason: "bubblewrap (bwrap) is not installed on this host (Debian: apt-get install bubblewrap)" } as const
     if (!LAUNCHER_ARCHES.includes(process.arch)) {
       return { tier: "advisory", reason: `the sealed tier's launcher and seccomp program are built for x86_64 only (this host is ${process.arch})` } as const
     }
-    if (onPath("prlimit", path, SYSTEM_DIRS) === undefined) {
+    if (executableOnPath("prlimit", path, SYSTEM_DIRS) === undefined) {
       return { tier: "advisory", reason: "util-linux prlimit is not installed, so the sealed tier's rlimits cannot be applied" } as const
     }
     const failure = yield* trial(bwrap)

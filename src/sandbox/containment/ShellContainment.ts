@@ -21,7 +21,7 @@ import { delimiter, isAbsolute, join, relative, resolve } from "node:path"
 import type { Capabilities, ResourceCapabilities, ShellCapabilities } from "../manifest/Capabilities.js"
 import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
 import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
-import type { HostTier } from "./HostProbe.js"
+import { executableOnPath, type HostTier, SYSTEM_DIRS } from "./HostProbe.js"
 import { liveProcessCount, prlimitArgs, rlimitsFor } from "./Resources.js"
 import { seccompProgram } from "./Seccomp.js"
 
@@ -67,21 +67,8 @@ export type Mechanism =
   | "noexec-scratch"
   | "noexec-workdir"
 
-const HELPER_DIRS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
-
-const helper = (name: string, path: string | undefined): string | undefined => {
-  for (const dir of [...(path ?? "").split(delimiter), ...HELPER_DIRS]) {
-    if (!isAbsolute(dir)) continue
-    const candidate = join(dir, name)
-    try {
-      accessSync(candidate, constants.X_OK)
-      return candidate
-    } catch {
-      // not here
-    }
-  }
-  return undefined
-}
+/** A util-linux helper: on `PATH`, else in the system directories. */
+const helper = (name: string, path: string | undefined): string | undefined => executableOnPath(name, path, SYSTEM_DIRS)
 
 /**
  * What the shell of a capsule runs under on this host: the probe's tier (./HostProbe.ts already
