@@ -16,7 +16,7 @@ import { createServer } from "node:http"
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, Fiber, Layer, Scope } from "effect"
-import { boundUrl, makeRouter } from "../dist/http/Door.js"
+import { doorAddressLayer, makeRouter } from "../dist/http/Door.js"
 import { readBody } from "../dist/http/Body.js"
 import { DoorConfig, defaultDoorSettings } from "../dist/http/DoorConfig.js"
 import * as NodeDoorAdapter from "../dist/http/NodeDoorAdapter.js"
@@ -87,7 +87,7 @@ const server = () => createServer({ maxHeaderSize: settings.maxHeaderBytes, head
 const serverLayer = stock
   ? NodeHttpServer.layer(server, { host: "127.0.0.1", port: 0 })
   : NodeDoorAdapter.layer(server, { host: "127.0.0.1", port: 0 })
-const identity = SessionIdentity.layer({ url: boundUrl, streaming: true })
+const identity = SessionIdentity.layer({ streaming: true }).pipe(Layer.provide(doorAddressLayer()))
 const session = DoorVariant.pipe(
   Layer.provideMerge(identity),
   Layer.provideMerge(servicesLayer(ScriptedCapsule.layer(), { door: settings, registry: { queueDepth: 100000, maxActive: 100000 } })),

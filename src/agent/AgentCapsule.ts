@@ -17,6 +17,7 @@ import { parseAllowList } from "../sandbox/NetworkPolicy.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
+import { DoorAddress } from "../services/DoorAddress.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { Shell } from "../services/Shell.js"
@@ -90,13 +91,13 @@ const peerFilesFor = (
 
 export const AgentCapsule = {
   /** Needs the Sandbox, the Shell (hence a DetachedRegistry) and the launch's Trace. */
-  /** `capsuleUrl`: the door's address, read once it is bound (`MURMUR_CAPSULE_URL`). */
+  /** The door's address (`MURMUR_CAPSULE_URL`) is the `DoorAddress`, when the session has a door. */
   /** `lineage`: the spawner's session and the delegation, for a delegated child. */
-  layer: <R = never>(launched: PreparedAgent, capsuleUrl?: Effect.Effect<string, never, R>, lineage?: Lineage): Layer.Layer<Capsule, never, Sandbox | Shell | Trace | R> =>
+  layer: (launched: PreparedAgent, lineage?: Lineage): Layer.Layer<Capsule, never, Sandbox | Shell | Trace> =>
     Layer.scoped(
       Capsule,
       Effect.gen(function*() {
-        const doorUrl = capsuleUrl === undefined ? undefined : yield* capsuleUrl
+        const doorUrl = Option.getOrUndefined(Option.map(yield* Effect.serviceOption(DoorAddress), (address) => address.url))
         const prepared = doorUrl === undefined ? launched : yield* withCapsuleUrl(launched, capsuleUrlOf(doorUrl))
         const sandbox = yield* Sandbox
         const shell = yield* Shell

@@ -17,6 +17,7 @@ import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Sc
 import { parse } from "yaml"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
+import { DoorAddress } from "../services/DoorAddress.js"
 import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
 import { Trace } from "../services/Trace.js"
@@ -129,16 +130,17 @@ export class DelegationLauncher extends Context.Tag("capsule-runtime/agent/Deleg
   /** Starts a child and returns once its door listens. */
   readonly start: (request: DelegationRequest) => Effect.Effect<StartedDelegation, DelegationError>
 }>() {
-  /** `doorUrl`: the parent's own door, read when a delegation starts (the completion goes there). */
-  static readonly layer = <R>(options: LauncherOptions, doorUrl: Effect.Effect<string, never, R>): Layer.Layer<DelegationLauncher, never, DelegationTracker | Trace | CommandExecutor.CommandExecutor | R> =>
-    Layer.scoped(DelegationLauncher, make(options, doorUrl))
+  /** A completion goes to the parent's own door, its `DoorAddress`. */
+  static readonly layer = (options: LauncherOptions): Layer.Layer<DelegationLauncher, never, DelegationTracker | Trace | DoorAddress | CommandExecutor.CommandExecutor> =>
+    Layer.scoped(DelegationLauncher, make(options))
 }
 
-const make = <R>(options: LauncherOptions, doorUrl: Effect.Effect<string, never, R>) =>
+const make = (options: LauncherOptions) =>
   Effect.gen(function*() {
     const tracker = yield* DelegationTracker
     const trace = yield* Trace
-    const context = yield* Effect.context<CommandExecutor.CommandExecutor | R>()
+    const door = yield* DoorAddress
+    const context = yield* Effect.context<CommandExecutor.CommandExecutor>()
     const children = yield* FiberMap.make<string>()
 
     const start = Effect.fn("DelegationLauncher.start")(function*(request: DelegationRequest) {
@@ -156,7 +158,7 @@ const make = <R>(options: LauncherOptions, doorUrl: Effect.Effect<string, never,
       yield* WorkdirFs.attempt(() => WorkdirFs.makeDirectory(options.workdir, relativeWorkdir)).pipe(
         Effect.mapError((refused) => new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${refused.message}` }))
       )
-      const url = yield* Effect.provide(doorUrl, context)
+      const url = door.url
       const target: CompletionTarget = { url, parentSessionId: options.sessionId, contextId: request.contextId, delegationId, trust: request.trust }
       const ready = yield* Deferred.make<StartedDelegation, DelegationError>()
       yield* FiberMap.run(children, delegationId, child(request, { directory, version, delegationId, relativeWorkdir, workdir, target }, ready).pipe(Effect.provide(context)))

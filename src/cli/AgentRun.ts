@@ -23,14 +23,14 @@ import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { awaitDelegations, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
-import { agentSession, type AgentServeOptions } from "./AgentServe.js"
+import { agentSession, type AgentSessionOptions } from "../layers/AgentSession.js"
 import { exitWith } from "./Exit.js"
 import { reportLaunchFailure } from "./LaunchFailure.js"
 
 /** The reference's `MURMUR_A2A_TIMEOUT_SECS` default. */
 export const defaultIdleTimeoutSecs = 30
 
-export interface AgentRunOptions extends Omit<AgentServeOptions, "acceptance"> {
+export interface AgentRunOptions extends Omit<AgentSessionOptions, "acceptance"> {
   readonly task: string | undefined
   readonly idleTimeoutSecs: number
   readonly json: boolean

@@ -1,20 +1,19 @@
 /**
  * `serve [dir]`: a long-lived session behind the door. Without a directory it serves the
  * embedded scripted capsule; with one, that script capsule (one task at a time: its tasks share
- * the workdir) or that agent capsule (./AgentServe.ts). With `--json`, stdout carries exactly one
+ * the workdir) or that agent capsule (../layers/AgentSession.ts). With `--json`, stdout carries exactly one
  * line once the door listens.
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Layer, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
-import { ScriptedSessionLive, SessionLive, type SessionOptions } from "../layers/Main.js"
+import { ScriptedSessionLive, type SessionOptions } from "../layers/Main.js"
+import { scriptSession } from "../layers/ScriptSession.js"
 import { loadAnyProject } from "../sandbox/CapsuleProject.js"
-import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
-import { prepareScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
-import { agentSession, inputTimeoutMs } from "./AgentServe.js"
+import { agentSession } from "../layers/AgentSession.js"
 import { choiceFlag, integerFlag } from "./Flags.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
@@ -101,17 +100,15 @@ export const serveCommand = Command.make(
           })
         )
       }
-      const project = loaded.project
-      const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
-      for (const warning of prepared.warnings) yield* Console.error(warning)
-      const layer = SessionLive(ScriptCapsule.layer(prepared), {
+      const script = yield* scriptSession(loaded.project, {
         ...session,
-        sessionId: prepared.sessionId,
-        registry: { ...session.registry, maxActive: 1 },
-        runner: { inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
+        sessionId: mintId("ses"),
+        workdir: Option.getOrUndefined(options.workdir),
+        hostEnv: hostEnv.env
       })
-      return yield* announce(options.json, { workdir: prepared.workdir }).pipe(
-        Effect.provide(Layer.fresh(layer)),
+      for (const warning of script.warnings) yield* Console.error(warning)
+      return yield* announce(options.json, { workdir: script.workdir }).pipe(
+        Effect.provide(Layer.fresh(script.layer)),
         Effect.catchTag("ServeError", bindFailure)
       )
     }).pipe((effect) => launching(effect, options.json, 1))

@@ -9,6 +9,7 @@ import { createServer } from "node:http"
 import { type HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Scope } from "effect"
+import { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog } from "../services/EventLog.js"
 import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
@@ -83,20 +84,16 @@ export const makeRouter = Effect.gen(function*() {
       : router)
 })
 
-/** Serves the router on the `HttpServer` in context, and ends the session before it closes. */
-export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
+/**
+ * The door as an app a host mounts on a router of its own (`HttpRouter.mount`): the router,
+ * needing nothing but the request, with the session's shutdown (refuse new tasks, cancel the
+ * live ones, close the event log) as a finalizer of the enclosing scope.
+ */
+export const makeDoorApp = Effect.gen(function*() {
   const router = yield* makeRouter
   const registry = yield* TaskRegistry
   const runner = yield* TaskRunner
   const log = yield* EventLog
-  // Served by NodeDoorAdapter (see doorServerLayer): no per-request span, scope or middleware.
-  // The router needs nothing but the request (its services were taken when it was built; the
-  // annotation keeps it so), so it is served from a context holding only the serving scope:
-  // each request's context is then one entry, not a copy of the session's (docs/benchmarks.md).
-  const app: HttpApp.Default<unknown, never> = router
-  const server = yield* HttpServer.HttpServer
-  const scope = yield* Effect.scope
-  yield* server.serve(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => Context.make(Scope.Scope, scope)))
   yield* Effect.addFinalizer(() =>
     registry.close().pipe(
       Effect.zipRight(runner.stop()),
@@ -104,6 +101,20 @@ export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.withSpan("Door.shutdown")
     )
   )
+  const app: HttpApp.Default<unknown, never> = router
+  return app
+})
+
+/** Serves the router on the `HttpServer` in context, and ends the session before it closes. */
+export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
+  // Served by NodeDoorAdapter (see doorServerLayer): no per-request span, scope or middleware.
+  // The router needs nothing but the request (its services were taken when it was built; the
+  // annotation keeps it so), so it is served from a context holding only the serving scope:
+  // each request's context is then one entry, not a copy of the session's (docs/benchmarks.md).
+  const app = yield* makeDoorApp
+  const server = yield* HttpServer.HttpServer
+  const scope = yield* Effect.scope
+  yield* server.serve(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => Context.make(Scope.Scope, scope)))
 }))
 
 /** A Node HTTP server with the door's limits, listening on the configured address. */
@@ -130,13 +141,24 @@ export const doorServerLayer = (settings: DoorSettings) =>
         setTimeout(() => server.closeAllConnections(), 2_000).unref()
       })
     ))
-    return Layer.provideMerge(bound, NodeDoorAdapter.layer(() => server, { host: settings.host, port: settings.port }))
+    return doorAddressLayer().pipe(
+      Layer.provideMerge(bound),
+      Layer.provideMerge(NodeDoorAdapter.layer(() => server, { host: settings.host, port: settings.port }))
+    )
   }))
 
-/** The door's absolute URL once the server is bound (wildcard binds advertise loopback). */
-export const boundUrl = Effect.map(HttpServer.HttpServer, (server) => {
-  const address = server.address
-  if (address._tag === "UnixAddress") return `http://localhost/`
+/** An absolute URL for a bound server and a path (wildcard binds advertise loopback). */
+export const serverUrl = (address: HttpServer.Address, path = "/"): string => {
+  const suffix = path.startsWith("/") ? path : `/${path}`
+  const tail = suffix.endsWith("/") ? suffix : `${suffix}/`
+  if (address._tag === "UnixAddress") return `http://localhost${tail}`
   const host = address.hostname === "0.0.0.0" || address.hostname === "::" ? "127.0.0.1" : address.hostname
-  return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}/`
-})
+  return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}${tail}`
+}
+
+/** The door's absolute URL once the server is bound. */
+export const boundUrl = Effect.map(HttpServer.HttpServer, (server) => serverUrl(server.address))
+
+/** The `DoorAddress` of a door served at `path` on the `HttpServer` in context. */
+export const doorAddressLayer = (path = "/") =>
+  Layer.effect(DoorAddress, Effect.map(HttpServer.HttpServer, (server) => DoorAddress.of({ url: serverUrl(server.address, path) })))

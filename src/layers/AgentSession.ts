@@ -1,6 +1,7 @@
 /**
- * `serve <dir>` for an agent capsule (a manifest with `inference:`): the agent loop behind the
- * door, one task at a time. The manifest's `lifecycle:` decides task acceptance (`queue` when the
+ * An agent capsule's session (a manifest with `inference:`): the agent loop behind the door, one
+ * task at a time, with its shell, trace, export planes, conversations and delegation launcher
+ * wired here (`serve` and `run` only call it). The manifest's `lifecycle:` decides task acceptance (`queue` when the
  * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
  * the session's `trace.jsonl` is written in its workdir under `trace.capture`. `serve` is the
  * long-lived form: it keeps serving after each task whatever `after_task` says (`run` is the
@@ -20,8 +21,7 @@ import { Conversations } from "../agent/Conversations.js"
 import { ExportPlanes } from "../agent/ExportPlanes.js"
 import { checkExportRoots, effectiveMaxTtl } from "../agent/PeerExport.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
-import { boundUrl } from "../http/Door.js"
-import { SessionLive, type SessionOptions } from "../layers/Main.js"
+import { SessionLive, type SessionOptions } from "./Main.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
 import { Shell } from "../services/Shell.js"
@@ -38,7 +38,7 @@ export const inputTimeoutMs = (lifecycle: Lifecycle | undefined): number | undef
   return value !== undefined && value > 0 ? value * 1000 : undefined
 }
 
-export interface AgentServeOptions {
+export interface AgentSessionOptions {
   readonly sessionId: string
   readonly host: string
   readonly port: number
@@ -57,7 +57,7 @@ export interface AgentServeOptions {
 }
 
 /** Prepares the agent capsule and returns its session layer (door included), its workdir and its warnings. */
-export const agentSession = (project: CapsuleProject, options: AgentServeOptions) =>
+export const agentSession = (project: CapsuleProject, options: AgentSessionOptions) =>
   Effect.gen(function*() {
     const prepared = yield* prepareAgent(project, {
       sessionId: options.sessionId,
@@ -95,8 +95,8 @@ export const agentSession = (project: CapsuleProject, options: AgentServeOptions
       allow: prepared.spawnAllow,
       deadlineSecs: prepared.delegationDeadlineSecs,
       runtime: options.runtime ?? defaultRuntime(process.execPath)
-    }, boundUrl).pipe(Layer.provide(NodeContext.layer))
-    const capsule = AgentCapsule.layer(prepared, boundUrl, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
+    }).pipe(Layer.provide(NodeContext.layer))
+    const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
     // The export planes are shared by the door (which serves them) and the capsule (share-file,
     // and the generation each finished task advances).

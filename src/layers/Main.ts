@@ -1,11 +1,14 @@
 /**
  * Composition only: the session's services, the door and its server, wired for one capsule.
- * A larger Effect application can take `SessionLive` with its own capsule layer.
+ * A larger Effect application can take `SessionLive` with its own capsule layer, or mount a
+ * session's door on a server of its own with `makeSessionApp`.
  */
-import { Layer } from "effect"
+import type { HttpApp } from "@effect/platform"
+import { Effect, Layer, type Scope } from "effect"
 import { DoorConfig, type DoorSettings, defaultDoorSettings } from "../http/DoorConfig.js"
-import { boundUrl, DoorLive, doorServerLayer } from "../http/Door.js"
+import { DoorLive, doorServerLayer, makeDoorApp } from "../http/Door.js"
 import type { Capsule } from "../services/Capsule.js"
+import { DoorAddress } from "../services/DoorAddress.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { EventLog, type EventLogConfig } from "../services/EventLog.js"
@@ -24,6 +27,9 @@ export interface SessionOptions {
   readonly eventLog?: Partial<EventLogConfig>
 }
 
+/** The door's settings a session starts from (loopback, any free port). */
+export const defaultSessionDoor: DoorSettings = defaultDoorSettings
+
 /** Registry, event log, residue sources and runner around a capsule layer. */
 export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions = {}) => {
   const acceptance = options.door?.acceptance ?? defaultDoorSettings.acceptance
@@ -37,17 +43,41 @@ export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options
   return TaskRunner.layer(options.runner).pipe(Layer.provideMerge(base))
 }
 
-/** A whole session: services, a listening door, and the identity it advertises. */
-export const SessionLive = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions = {}) => {
+/** Services, identity and door settings: a session short of its server (needs the `DoorAddress`). */
+const sessionCore = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions) => {
   const settings: DoorSettings = { ...defaultDoorSettings, ...options.door }
-  const identity = SessionIdentity.layer({ url: boundUrl, streaming: settings.acceptance !== "none", sessionId: options.sessionId })
-  return DoorLive.pipe(
-    Layer.provideMerge(identity),
+  const identity = SessionIdentity.layer({ streaming: settings.acceptance !== "none", sessionId: options.sessionId })
+  return identity.pipe(
     Layer.provideMerge(servicesLayer(capsule, options)),
-    Layer.provideMerge(doorServerLayer(settings)),
     Layer.provideMerge(DoorConfig.layer(settings))
   )
 }
+
+/**
+ * A whole session: services, a listening door on a Node server of its own, the identity it
+ * advertises and the `DoorAddress` it was bound at. The server itself stays inside.
+ */
+export const SessionLive = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions = {}) =>
+  DoorLive.pipe(
+    Layer.provideMerge(sessionCore(capsule, options)),
+    Layer.provideMerge(Layer.service(DoorAddress)),
+    Layer.provide(doorServerLayer({ ...defaultDoorSettings, ...options.door }))
+  )
+
+/**
+ * A session whose door is an app for the host's own router (`HttpRouter.mountApp(prefix, app)`):
+ * the host provides the `DoorAddress` the door is reached at (`doorAddressLayer(prefix)` reads
+ * it off the host's `HttpServer`). The session lives as long as the enclosing scope; closing it
+ * stops the session as `session/stop` does, then releases its services.
+ */
+export const makeSessionApp = <E, R>(
+  capsule: Layer.Layer<Capsule, E, R>,
+  options: SessionOptions = {}
+) =>
+  Effect.flatMap(
+    Layer.build(sessionCore(capsule, options)),
+    (context): Effect.Effect<HttpApp.Default<unknown, never>, never, Scope.Scope> => Effect.provide(makeDoorApp, context)
+  )
 
 /** The embedded default: the scripted capsule behind the door. */
 export const ScriptedSessionLive = (options: SessionOptions & { readonly scripted?: Partial<ScriptedCapsuleConfig> } = {}) =>

@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { type AgentCard, makeAgentCard } from "./AgentCard.js"
 import { Capsule, type CapsuleInfo } from "./Capsule.js"
+import { DoorAddress } from "./DoorAddress.js"
 import { mintId } from "./Ids.js"
 
 export class SessionIdentity extends Context.Tag("capsule-runtime/services/SessionIdentity")<SessionIdentity, {
@@ -16,9 +17,8 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   /** The card serialised once. */
   readonly cardJson: string
 }>() {
-  /** `url` is the door's address once bound; `streaming` is false when no task can start. */
-  static readonly layer = <R>(options: {
-    readonly url: Effect.Effect<string, never, R>
+  /** The card's `url` is the `DoorAddress`; `streaming` is false when no task can start. */
+  static readonly layer = (options: {
     readonly streaming: boolean
     /** The session's id when it was minted earlier (e.g. to name the workdir); else a new one. */
     readonly sessionId?: string | undefined
@@ -27,7 +27,7 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
       SessionIdentity,
       Effect.gen(function*() {
         const capsule = yield* Capsule
-        const url = yield* options.url
+        const { url } = yield* DoorAddress
         const sessionId = options.sessionId ?? mintId("ses")
         const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming })
         return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(card) })

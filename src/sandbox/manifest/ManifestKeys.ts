@@ -144,7 +144,7 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "context": enforced("src/sandbox/manifest/SessionBlocks.ts"),
   "context.max_tokens": warned("compaction is not run by this runtime, so the budget only shows in MURMUR.md"),
   "context.record": enforced("src/agent/Conversations.ts (durable conversation.jsonl of a threaded capsule)"),
-  "context.record_store": enforced("src/cli/AgentServe.ts (the store directory under the murmur home)"),
+  "context.record_store": enforced("src/layers/AgentSession.ts (the store directory under the murmur home)"),
   "context.seed_budget": warned(NO_EFFECT),
   "context.seed_overflow_margin": warned(NO_EFFECT),
   "context.retain": enforced("src/agent/Conversations.ts (max_messages, max_age trim the reloaded history)"),

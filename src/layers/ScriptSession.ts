@@ -1,0 +1,33 @@
+/**
+ * A script capsule's session (a directory whose manifest has no `inference:`): each task writes
+ * its text to `task.md`, runs the component's `run()` in a fresh worker and completes with
+ * `out/result.txt`. One task at a time, since its tasks share the workdir; the manifest's
+ * `lifecycle.input_timeout_secs` bounds a request for input.
+ */
+import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
+import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
+import { prepareScript } from "../sandbox/ScriptLaunch.js"
+import { Effect } from "effect"
+import { inputTimeoutMs } from "./AgentSession.js"
+import { SessionLive, type SessionOptions } from "./Main.js"
+
+export interface ScriptSessionOptions extends SessionOptions {
+  readonly sessionId: string
+  /** The workdir; default `<capsule dir>/workdir/<session id>`. */
+  readonly workdir?: string | undefined
+  /** The host environment the capsule's allowlists draw from. */
+  readonly hostEnv: Readonly<Record<string, string | undefined>>
+}
+
+/** Prepares the script capsule and returns its session layer (door included), its workdir and its warnings. */
+export const scriptSession = (project: CapsuleProject, options: ScriptSessionOptions) =>
+  Effect.map(prepareScript(project, { sessionId: options.sessionId, workdir: options.workdir, hostEnv: options.hostEnv }), (prepared) => ({
+    layer: SessionLive(ScriptCapsule.layer(prepared), {
+      ...options,
+      sessionId: prepared.sessionId,
+      registry: { ...options.registry, maxActive: 1 },
+      runner: { ...options.runner, inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
+    }),
+    workdir: prepared.workdir,
+    warnings: prepared.warnings
+  }))
