@@ -20,7 +20,7 @@ import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DoorAddress } from "../services/DoorAddress.js"
 import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
-import { Trace } from "../services/Trace.js"
+import { Trace } from "./Trace.js"
 import { type CompletionTarget, deliverOutcome, type DelegationOutcome, readCompletionFile } from "./DelegationOutcome.js"
 import { encodeSpawnerHandle, SPAWNER_ENV } from "./SpawnerHandle.js"
 

@@ -21,8 +21,8 @@ import {
   ResourcePlanes,
   SharingRefused
 } from "../services/ResourcePlanes.js"
-import { Trace } from "../services/Trace.js"
-import type { Containment } from "../services/TraceEvents.js"
+import { Trace } from "./Trace.js"
+import type { Containment } from "./TraceEvents.js"
 import { type Failure, hashOpened, listExport, openExportFile, streamFd } from "./ExportReader.js"
 import * as PeerHandle from "./PeerHandle.js"
 

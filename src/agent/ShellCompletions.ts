@@ -10,10 +10,10 @@
 import { Context, Effect, FiberSet, Layer, Queue } from "effect"
 import { completionMessage, completionStatus, type DetachedCompletion } from "../sandbox/ShellGrant.js"
 import { mintId } from "../services/Ids.js"
-import type { DetachedInfo } from "../services/Shell.js"
+import type { DetachedInfo } from "../sandbox/Shell.js"
 import type { Trust } from "../services/Task.js"
 import { TaskRunner } from "../services/TaskRunner.js"
-import { Trace } from "../services/Trace.js"
+import { Trace } from "./Trace.js"
 
 /** A finished detached command and the trust of the task that started it. */
 export interface FollowedCompletion {

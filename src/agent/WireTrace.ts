@@ -14,7 +14,7 @@
  */
 import { Effect } from "effect"
 import { mintId } from "../services/Ids.js"
-import type { Trace, TraceWriteFailed } from "../services/Trace.js"
+import type { Trace, TraceWriteFailed } from "./Trace.js"
 import type { Message, ToolDefinition } from "./DriverProtocol.js"
 
 /** The task's messages in send order, with each one's id and (once hashed) its payload hash. */

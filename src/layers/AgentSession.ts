@@ -24,9 +24,9 @@ import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.
 import { SessionLive, type SessionOptions } from "./Main.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
-import { Shell } from "../services/Shell.js"
+import { Shell } from "../sandbox/Shell.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
-import { Trace } from "../services/Trace.js"
+import { Trace } from "../agent/Trace.js"
 
 /** Where durable records live: `MURMUR_HOME`, else `~/.murmur` (tests point it at a temporary directory). */
 export const murmurHome = (hostEnv: Readonly<Record<string, string | undefined>>): string =>

@@ -1,7 +1,7 @@
 /**
  * The pure half of the shell grant (reference §3.5): the tool input, the argv a binary gets, the
  * environment a subprocess sees, exit codes, and every text the model or a log file reads. The
- * `Shell` service (src/services/Shell.ts) does the spawning; nothing here starts a process.
+ * `Shell` service (src/sandbox/Shell.ts) does the spawning; nothing here starts a process.
  */
 import { accessSync, constants as fsConstants, realpathSync, statSync } from "node:fs"
 import { delimiter, join } from "node:path"

@@ -11,7 +11,7 @@ import * as fc from "fast-check"
 import { afterAll, describe, expect, it } from "vitest"
 import { ExportPlanes } from "../../src/agent/ExportPlanes.js"
 import { type PlaneResponse, ResourcePlanes } from "../../src/services/ResourcePlanes.js"
-import { Trace } from "../../src/services/Trace.js"
+import { Trace } from "../../src/agent/Trace.js"
 
 const workdir = mkdtempSync(join(tmpdir(), "planes-"))
 mkdirSync(join(workdir, "out", "a", "b"), { recursive: true })

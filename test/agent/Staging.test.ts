@@ -19,8 +19,8 @@ import { loadAgentProject } from "../../src/sandbox/CapsuleProject.js"
 import { Capsule, CapsuleFailure, type TaskIO } from "../../src/services/Capsule.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 import { mintId } from "../../src/services/Ids.js"
-import { Shell } from "../../src/services/Shell.js"
-import { Trace } from "../../src/services/Trace.js"
+import { Shell } from "../../src/sandbox/Shell.js"
+import { Trace } from "../../src/agent/Trace.js"
 import { cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 
 const cacheDirectory = join(cliCacheDir, "components")

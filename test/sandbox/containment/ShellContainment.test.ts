@@ -12,7 +12,7 @@ import {
 } from "../../../src/sandbox/containment/ShellContainment.js"
 import type { Capabilities } from "../../../src/sandbox/manifest/Capabilities.js"
 import { DetachedRegistry } from "../../../src/services/DetachedRegistry.js"
-import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/services/Shell.js"
+import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/sandbox/Shell.js"
 
 const hostPath = process.env.PATH ?? "/usr/bin:/bin"
 const host = await Effect.runPromise(probeHostOnce(hostPath))

@@ -13,7 +13,7 @@ import {
   splitShellWords
 } from "../../src/sandbox/ShellGrant.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
-import { Shell, type ShellConfig, type ShellOutcome, type ShellRequest } from "../../src/services/Shell.js"
+import { Shell, type ShellConfig, type ShellOutcome, type ShellRequest } from "../../src/sandbox/Shell.js"
 
 const hostPath = process.env.PATH ?? "/usr/bin:/bin"
 

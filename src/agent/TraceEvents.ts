@@ -5,7 +5,7 @@
  * Declaration order is the reference's column order: pass fields in this order, since `Trace`
  * writes them in the caller's order. Field names are the wire names (snake_case).
  */
-import type { Lane, Origin, Trust } from "./Task.js"
+import type { Lane, Origin, Trust } from "../services/Task.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
 

@@ -19,7 +19,7 @@ import { promisify } from "node:util"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { TraceCapture } from "../sandbox/manifest/SessionBlocks.js"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
-import { mintId } from "./Ids.js"
+import { mintId } from "../services/Ids.js"
 import {
   type FieldsOf,
   type FramingEvent,
@@ -116,7 +116,7 @@ const storeOnce = (target: string, temporary: string, content: string | Uint8Arr
   }
 }
 
-export class Trace extends Context.Tag("capsule-runtime/services/Trace")<Trace, {
+export class Trace extends Context.Tag("capsule-runtime/agent/Trace")<Trace, {
   /** Writes the launch's one `session_start` (parent `null`); returns its id, the session node. */
   readonly sessionStart: (fields: SessionStartFields) => Effect.Effect<string, TraceWriteFailed>
   /** Writes `task_start` under the session node; returns its id, the task node. */

@@ -19,9 +19,9 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import type { Writable } from "node:stream"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
-import { type CommandLine, containedCommand, type ShellContainment } from "../sandbox/containment/ShellContainment.js"
-import type { ToolResultData } from "../sandbox/GuestJob.js"
-import * as WorkdirFs from "../sandbox/WorkdirFs.js"
+import { type CommandLine, containedCommand, type ShellContainment } from "./containment/ShellContainment.js"
+import type { ToolResultData } from "./GuestJob.js"
+import * as WorkdirFs from "./WorkdirFs.js"
 import {
   argvFor,
   type DetachedCompletion,
@@ -35,8 +35,8 @@ import {
   shellLogContent,
   SYNTHETIC_HOME_DIR_NAME,
   syntheticHome
-} from "../sandbox/ShellGrant.js"
-import { DetachedRegistry } from "./DetachedRegistry.js"
+} from "./ShellGrant.js"
+import { DetachedRegistry } from "../services/DetachedRegistry.js"
 
 /** A command that could not be started; the turn sees it as an `error` result. */
 export class ShellError extends Schema.TaggedError<ShellError>()("ShellError", {
@@ -108,7 +108,7 @@ export interface ShellConfig {
   readonly onClose: "abandon" | "kill"
 }
 
-export class Shell extends Context.Tag("capsule-runtime/services/Shell")<Shell, {
+export class Shell extends Context.Tag("capsule-runtime/sandbox/Shell")<Shell, {
   /** Runs one command to completion, or until it detaches. */
   readonly run: (request: ShellRequest) => Effect.Effect<ShellOutcome, ShellError>
 }>() {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Context, Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
 import type { TraceCapture } from "../../src/sandbox/manifest/SessionBlocks.js"
-import { sha256Hex, Trace, TraceWriteFailed } from "../../src/services/Trace.js"
+import { sha256Hex, Trace, TraceWriteFailed } from "../../src/agent/Trace.js"
 import type {
   InferenceFields,
   SessionEndFields,
@@ -12,7 +12,7 @@ import type {
   TaskEndFields,
   TaskStartFields,
   ToolCallFields
-} from "../../src/services/TraceEvents.js"
+} from "../../src/agent/TraceEvents.js"
 
 const SESSION = "ses_0190000000007000800000000000aaaa"
 
