@@ -5,8 +5,9 @@
  * Outcome mapping (the reference's quirk, decided here): a failure arm of the loop (driver status
  * not `passed`, `stop_reason: error`, an unsupported stop reason, no tool blocks, `max_turns`)
  * writes "error: …" to `out/result.txt` and `task_end.exit_status` `failed` / `max_turns_reached`,
- * and the A2A task ends `failed` with the message "session ended" — the final SSE frame the
- * reference sends (door spec §6.1). The reference's `tasks/get` still said `completed` for these
+ * and the A2A task ends `failed` with the message "session ended: <reason>" — the reference's
+ * final SSE frame (door spec §6.1) followed by the reason, said in the manifest's terms
+ * (./FailureReason.ts). The reference's `tasks/get` still said `completed` for these
  * until 0.5.0 (#206); this runtime reports `failed` consistently in frames and `tasks/get`. A
  * host-side error (driver trap, deadline, unparseable response, trace write) fails the task with
  * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
@@ -29,6 +30,7 @@ import { effectiveGrants } from "./EffectiveGrants.js"
 import { Conversations } from "./Conversations.js"
 import { audienceOf } from "./PeerHandle.js"
 import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "./PeerTools.js"
+import { failedMessage } from "./FailureReason.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
@@ -177,7 +179,7 @@ export const AgentCapsule = {
               // Every run that ends, however it ends, is a task that reached a terminal state.
               Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
               Effect.flatMap((outcome) =>
-                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: SESSION_ENDED }))
+                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: failedMessage(SESSION_ENDED, outcome.text) }))
               )
             )
         })

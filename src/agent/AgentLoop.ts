@@ -26,6 +26,7 @@ import { DelegationLauncher } from "./DelegationLauncher.js"
 import { Conversations } from "./Conversations.js"
 import { PeerFiles } from "./PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
+import { explainFailure, reasonContext } from "./FailureReason.js"
 import { tokenCounter } from "./Tokens.js"
 import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
 import {
@@ -111,6 +112,9 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     let timedOut = false
     const log = guestLog(prepared.workdir)
     yield* Effect.addFinalizer(() => log.close)
+    // A failure's text names the configured endpoint and the grant to change, never a secret.
+    const reasons = reasonContext(prepared)
+    const explain = (text: string) => explainFailure(text, reasons)
 
     const traced = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.mapError((error) => new CapsuleFailure({ message: `agent loop failed: ${error.message}` })))
     const endTask = (exit: Exclude<TaskExitStatus, "reopen_budget_exhausted">) =>
@@ -231,7 +235,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         yield* io.endTurn
         const reply = readDriverResult(ran.right.result ?? { status: "passed", truncated: false, metadata: [] })
         if (Either.isLeft(reply)) return yield* Effect.fail(new AgentHostError(reply.left))
-        if (reply.right._tag === "DriverFailed") return { exit: "failed", text: `error: ${reply.right.text}`, turns: turn + 1 } satisfies AgentOutcome
+        if (reply.right._tag === "DriverFailed") return { exit: "failed", text: explain(`error: ${reply.right.text}`), turns: turn + 1 } satisfies AgentOutcome
         const { continuationId, raw, response } = reply.right
         continuation = nextContinuation(continuationId, input.contextId, messages.length)
         const calls = toolCalls(response)
@@ -261,7 +265,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
             yield* remember([assistantMessage(response.content)])
             return { exit: "ok", text: finalText(response), turns: turn + 1 } satisfies AgentOutcome
           case "error":
-            return { exit: "failed", text: `error: ${response.error ?? ""}`, turns: turn + 1 } satisfies AgentOutcome
+            return { exit: "failed", text: explain(`error: ${response.error ?? ""}`), turns: turn + 1 } satisfies AgentOutcome
           case "tool_call":
             break
           default:
@@ -287,9 +291,10 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const outcome = yield* loop.pipe(
       Effect.catchIf((error): error is AgentHostError => error instanceof AgentHostError, (error) =>
         Effect.gen(function*() {
-          yield* writeFailedResult(prepared.workdir, `error: ${error.message}`)
+          const reason = explain(error.message)
+          yield* writeFailedResult(prepared.workdir, `error: ${reason}`)
           yield* traced(endTask("failed"))
-          return yield* new CapsuleFailure({ message: `driver invocation failed: ${error.message}` })
+          return yield* new CapsuleFailure({ message: `driver invocation failed: ${reason}` })
         })),
       Effect.tapError((error) => error.message === "input-timeout" ? writeFailedResult(prepared.workdir, "error: input-timeout").pipe(Effect.zipRight(Effect.ignore(endTask("failed")))) : Effect.void),
       Effect.onInterrupt(() =>

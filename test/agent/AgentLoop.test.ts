@@ -207,14 +207,14 @@ describe("agent loop (in process, scripted driver)", () => {
     expect(request.messages[2].content[0].text).toContain("tool 'nope' is not declared in manifest allowlist")
   })
 
-  it("stops after max_turns with the reference's error text; the task fails with `session ended`", async () => {
+  it("stops after max_turns with the reference's error text; the task fails with `session ended: <reason>`", async () => {
     const served = await serveAgent({
       driverConfig: { replies: [toolTurn(call("c1", "echo-tool", { n: 1 }))] },
       tools: { "echo-tool": "echo-tool" },
       inference: "  max_turns: 2\n"
     })
     const reply = await rpc(served.url, "message/send", { message: referenceMessage("loop"), configuration: { blocking: true } })
-    expect(reply.body.result.status).toMatchObject({ state: "failed", message: { parts: [{ text: "session ended" }] } })
+    expect(reply.body.result.status).toMatchObject({ state: "failed", message: { parts: [{ text: "session ended: inference loop exceeded 2 turns" }] } })
     expect(resultFile(served.workdir)).toBe("error: inference loop exceeded 2 turns")
     expect(driverCalls(served.workdir)).toBe(2)
     expect(ofType(served.workdir, "task_end")[0]).toMatchObject({ exit_status: "max_turns_reached", turns: 2, tool_calls: 2 })
@@ -223,7 +223,7 @@ describe("agent loop (in process, scripted driver)", () => {
   it("ends on a driver `stop_reason: error` with \"error: <error>\" in result.txt and a failed task", async () => {
     const served = await serveAgent({ driverConfig: { replies: [{ stop_reason: "error", error: "provider exploded" }] } })
     const reply = await rpc(served.url, "message/send", { message: referenceMessage("x"), configuration: { blocking: true } })
-    expect(reply.body.result.status).toMatchObject({ state: "failed", message: { parts: [{ text: "session ended" }] } })
+    expect(reply.body.result.status).toMatchObject({ state: "failed", message: { parts: [{ text: "session ended: provider exploded" }] } })
     expect(resultFile(served.workdir)).toBe("error: provider exploded")
     expect(ofType(served.workdir, "task_end")[0]).toMatchObject({ exit_status: "failed", turns: 1 })
   })

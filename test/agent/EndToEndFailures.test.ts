@@ -4,7 +4,7 @@
  * (spec §4.3 "error: inference loop exceeded N turns", `max_turns_reached`), the loop's failure
  * arms (a driver `stop_reason: error`, a driver result that did not pass, an unsupported stop
  * reason, a tool_call stop without blocks: "error: …" in out/result.txt, the task failed with
- * "session ended"), and host-side errors (a driver trap, an unparseable response: the task failed
+ * "session ended: …", the same reason), and host-side errors (a driver trap, an unparseable response: the task failed
  * with "driver invocation failed: …"). Each launch's exit event, result file and trace are checked.
  */
 import { afterAll, describe, expect, it } from "vitest"
@@ -42,7 +42,7 @@ describe("run <agent dir> --task: tasks that do not complete", () => {
       tools: { "echo-tool": "echo-tool" },
       inference: "  max_turns: 2\n"
     })
-    expectFailed(launched, "session ended")
+    expectFailed(launched, "session ended: inference loop exceeded 2 turns")
     expect(resultFile(launched.workdir)).toBe("error: inference loop exceeded 2 turns")
     expect(driverCalls(launched.workdir)).toBe(2)
     expectTraceEnd(launched, "max_turns_reached")
@@ -54,7 +54,7 @@ describe("run <agent dir> --task: tasks that do not complete", () => {
 
   it("driver stop_reason error: \"error: <error>\", the turn traced with its stop reason, the task failed", async () => {
     const launched = await run({ driverConfig: { replies: [{ stop_reason: "error", error: "provider exploded", content: [] }] } })
-    expectFailed(launched, "session ended")
+    expectFailed(launched, "session ended: provider exploded")
     expect(resultFile(launched.workdir)).toBe("error: provider exploded")
     expect(ofType(launched.trace, "inference")).toEqual([expect.objectContaining({ turn: 0, stop_reason: "error", decision: "text", tool_name: null })])
     expectTraceEnd(launched, "failed")
@@ -63,7 +63,7 @@ describe("run <agent dir> --task: tasks that do not complete", () => {
   it("driver result status error: \"error: <its data>\", the task failed, no second driver call", async () => {
     // The scripted driver answers status error "scripted-driver: no replies configured" when it has no replies.
     const launched = await run({ driverConfig: { replies: [] } })
-    expectFailed(launched, "session ended")
+    expectFailed(launched, "session ended: scripted-driver: no replies configured")
     expect(resultFile(launched.workdir)).toBe("error: scripted-driver: no replies configured")
     expect(driverCalls(launched.workdir)).toBe(1)
     expectTraceEnd(launched, "failed")
@@ -71,14 +71,14 @@ describe("run <agent dir> --task: tasks that do not complete", () => {
 
   it("unsupported stop_reason: \"error: unsupported stop_reason '<v>'\", the task failed", async () => {
     const launched = await run({ driverConfig: { replies: [{ stop_reason: "pause_turn", content: [] }] } })
-    expectFailed(launched, "session ended")
+    expectFailed(launched, "session ended: unsupported stop_reason 'pause_turn'")
     expect(resultFile(launched.workdir)).toBe("error: unsupported stop_reason 'pause_turn'")
     expectTraceEnd(launched, "failed")
   })
 
   it("stop_reason tool_call without tool_call blocks: the reference's error text, the task failed", async () => {
     const launched = await run({ driverConfig: { replies: [{ stop_reason: "tool_call", content: [{ type: "text", text: "hmm" }] }] } })
-    expectFailed(launched, "session ended")
+    expectFailed(launched, "session ended: response stop_reason=tool_call but no tool_call blocks were present")
     expect(resultFile(launched.workdir)).toBe("error: response stop_reason=tool_call but no tool_call blocks were present")
     expectTraceEnd(launched, "failed")
   })
