@@ -156,9 +156,6 @@ export const serverUrl = (address: HttpServer.Address, path = "/"): string => {
   return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}${tail}`
 }
 
-/** The door's absolute URL once the server is bound. */
-export const boundUrl = Effect.map(HttpServer.HttpServer, (server) => serverUrl(server.address))
-
 /** The `DoorAddress` of a door served at `path` on the `HttpServer` in context. */
 export const doorAddressLayer = (path = "/") =>
   Layer.effect(DoorAddress, Effect.map(HttpServer.HttpServer, (server) => DoorAddress.of({ url: serverUrl(server.address, path) })))
