@@ -15,6 +15,7 @@ import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { agentSession } from "../layers/AgentSession.js"
 import { choiceFlag, integerFlag } from "./Flags.js"
+import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A capsule directory (script or agent)"), Args.optional)
@@ -60,10 +61,17 @@ const announce = (json: boolean, extra: Record<string, string>) =>
 
 export const serveCommand = Command.make(
   "serve",
-  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, json },
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, json, authToken },
   (options) => {
     const session: SessionOptions = {
-      door: { host: options.host, port: options.port, acceptance: options.acceptance, maxBodyBytes: options.maxBody, maxWatchers: options.maxWatchers },
+      door: {
+        host: options.host,
+        port: options.port,
+        acceptance: options.acceptance,
+        maxBodyBytes: options.maxBody,
+        maxWatchers: options.maxWatchers,
+        authToken: Option.getOrUndefined(options.authToken)
+      },
       registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
       eventLog: { capacityBytes: options.replayBytes }
     }
@@ -89,7 +97,8 @@ export const serveCommand = Command.make(
           retainTerminal: options.retain,
           limits: { retainBytes: options.retainBytes, replayBytes: options.replayBytes, maxWatchers: options.maxWatchers },
           workdir: Option.getOrUndefined(options.workdir),
-          hostEnv: hostEnv.env
+          hostEnv: hostEnv.env,
+          authToken: Option.getOrUndefined(options.authToken)
         })
         for (const warning of agent.warnings) yield* Console.error(warning)
         return yield* announce(options.json, { workdir: agent.workdir }).pipe(

@@ -7,8 +7,9 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import { HttpClient, HttpClientRequest, Terminal } from "@effect/platform"
-import { NodeHttpClient } from "@effect/platform-node"
 import { Clock, Console, Data, Effect, Option, Stream } from "effect"
+import { DoorClientLive } from "../layers/DoorClient.js"
+import { authToken } from "./AuthToken.js"
 import { exitWith } from "./Exit.js"
 import { makeSseDecoder } from "./SseDecoder.js"
 import { defaultRenderOptions, finish, initialState, jsonLine, render, type RenderOptions, truncate, type WatchFrame } from "./WatchRenderer.js"
@@ -195,7 +196,7 @@ const lastEventId = Options.integer("last-event-id").pipe(
   Options.withDescription("Start after this event id (default: everything the door still holds)")
 )
 
-export const watchCommand = Command.make("watch", { url, json, width, fullIds, lastEventId }, (options) =>
+export const watchCommand = Command.make("watch", { url, json, width, fullIds, lastEventId, authToken }, (options) =>
   Effect.gen(function*() {
     const terminal = yield* Terminal.Terminal
     yield* watch(options.url, {
@@ -205,7 +206,7 @@ export const watchCommand = Command.make("watch", { url, json, width, fullIds, l
       out: (text) => Effect.orDie(terminal.display(text)),
       notice: (line) => Console.error(line)
     }).pipe(
-      Effect.provide(NodeHttpClient.layer),
+      Effect.provide(DoorClientLive(Option.getOrUndefined(options.authToken))),
       Effect.catchTag("WatchError", (error) => Console.error(`watch: ${error.message}`).pipe(Effect.zipRight(exitWith(1))))
     )
   })).pipe(Command.withDescription("Follow a door's stream/watch and print its frames (status lines, streamed text, tool results)"))

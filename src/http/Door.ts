@@ -15,6 +15,7 @@ import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/Reso
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
+import { bearerCheck } from "./DoorAuth.js"
 import { DoorConfig, type DoorSettings } from "./DoorConfig.js"
 import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { makeRpcRoute } from "./RpcRoute.js"
@@ -72,16 +73,17 @@ export const makeRouter = Effect.gen(function*() {
     `{"error":"too_many_headers","message":"the request has more than ${config.maxHeadersCount} headers"}`,
     { status: 431, contentType: "application/json", headers: { connection: "close" } }
   )
+  const denied = bearerCheck(config.authToken)
   // Node drops headers past its count instead of refusing the request; refuse it here, before
-  // any route acts on a request whose headers were cut.
-  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    NodeHttpServerRequest.toIncomingMessage(request).rawHeaders.length / 2 > config.maxHeadersCount
-      ? Effect.succeed(tooManyHeaders)
-      // The router cannot match a path it cannot percent-decode (`%ff`); under /resources/ that
-      // is still the plane's to refuse (outside_root), not a bare 404.
-      : request.url.startsWith("/resources/") && !decodable(request.url)
-      ? planeRoute
-      : router)
+  // any route acts on a request whose headers were cut. Then the bearer token, when one is set.
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    if (NodeHttpServerRequest.toIncomingMessage(request).rawHeaders.length / 2 > config.maxHeadersCount) return Effect.succeed(tooManyHeaders)
+    const refusal = denied(request)
+    if (refusal !== undefined) return Effect.succeed(refusal)
+    // The router cannot match a path it cannot percent-decode (`%ff`); under /resources/ that
+    // is still the plane's to refuse (outside_root), not a bare 404.
+    return request.url.startsWith("/resources/") && !decodable(request.url) ? planeRoute : router
+  })
 })
 
 /**

@@ -3,7 +3,7 @@
  * limit (413 before the body is buffered), the params nesting limit and the stream limit are
  * ours: each bounds what an unauthenticated client can make the door hold or compute.
  */
-import { Context, Layer } from "effect"
+import { Context, Layer, type Redacted } from "effect"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 
 export interface DoorSettings {
@@ -26,6 +26,8 @@ export interface DoorSettings {
   readonly maxWatchers: number
   /** Deepest nesting of arrays and objects accepted in `params` (beyond it: -32602 before decoding). */
   readonly maxParamsDepth: number
+  /** `--auth-token`: every request but the agent card needs `Authorization: Bearer` it (./DoorAuth.ts). */
+  readonly authToken?: Redacted.Redacted<string> | undefined
 }
 
 export const defaultDoorSettings: DoorSettings = {

@@ -13,7 +13,7 @@
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Redacted } from "effect"
 import { AgentCapsule, type Lineage } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
 import { DelegationLauncher, defaultRuntime } from "../agent/DelegationLauncher.js"
@@ -52,6 +52,8 @@ export interface AgentSessionOptions {
   readonly acceptance?: { readonly door: TaskAcceptance; readonly registry: TaskAcceptance }
   /** A delegated child's lineage (from `MURMUR_SPAWNER`), for its `session_start`. */
   readonly lineage?: Lineage | undefined
+  /** The door's bearer token (`serve --auth-token`); none: the door is open. */
+  readonly authToken?: Redacted.Redacted<string> | undefined
   /** How a delegation starts this runtime; default `[node, dist/main.js]`. */
   readonly runtime?: ReadonlyArray<string>
 }
@@ -75,6 +77,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
         port: options.port,
         acceptance,
         maxBodyBytes: options.maxBodyBytes,
+        authToken: options.authToken,
         ...(options.limits === undefined ? {} : { maxWatchers: options.limits.maxWatchers })
       },
       registry: {

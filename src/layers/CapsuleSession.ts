@@ -31,6 +31,7 @@ export const CapsuleSessionLive = (directory: string, options: CapsuleSessionOpt
       host: door.host,
       port: door.port,
       maxBodyBytes: door.maxBodyBytes,
+      authToken: door.authToken,
       retainTerminal: options.registry?.retainTerminal ?? 1000,
       workdir: options.workdir,
       hostEnv: host.env

@@ -46,7 +46,11 @@ export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options
 /** Services, identity and door settings: a session short of its server (needs the `DoorAddress`). */
 const sessionCore = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions) => {
   const settings: DoorSettings = { ...defaultDoorSettings, ...options.door }
-  const identity = SessionIdentity.layer({ streaming: settings.acceptance !== "none", sessionId: options.sessionId })
+  const identity = SessionIdentity.layer({
+    streaming: settings.acceptance !== "none",
+    bearer: settings.authToken !== undefined,
+    sessionId: options.sessionId
+  })
   return identity.pipe(
     Layer.provideMerge(servicesLayer(capsule, options)),
     Layer.provideMerge(DoorConfig.layer(settings))

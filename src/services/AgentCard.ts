@@ -15,6 +15,8 @@ export const makeAgentCard = (options: {
   readonly sessionId: string
   readonly url: string
   readonly streaming: boolean
+  /** The door wants `Authorization: Bearer` (advertised as `securitySchemes` + `security`, A2A 0.3). */
+  readonly bearer?: boolean | undefined
 }) => {
   const { info } = options
   const skills = info.tools.length > 0
@@ -51,6 +53,12 @@ export const makeAgentCard = (options: {
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
     skills,
+    ...(options.bearer === true
+      ? {
+        securitySchemes: { bearer: { type: "http" as const, scheme: "bearer", description: "The token the door was started with (serve --auth-token)" } },
+        security: [{ bearer: [] as Array<string> }]
+      }
+      : {}),
     supportsAuthenticatedExtendedCard: false,
     session_id: options.sessionId
   }

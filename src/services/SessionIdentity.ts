@@ -20,6 +20,8 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   /** The card's `url` is the `DoorAddress`; `streaming` is false when no task can start. */
   static readonly layer = (options: {
     readonly streaming: boolean
+    /** The door wants a bearer token: the card advertises the scheme. */
+    readonly bearer?: boolean | undefined
     /** The session's id when it was minted earlier (e.g. to name the workdir); else a new one. */
     readonly sessionId?: string | undefined
   }) =>
@@ -29,7 +31,7 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
         const capsule = yield* Capsule
         const { url } = yield* DoorAddress
         const sessionId = options.sessionId ?? mintId("ses")
-        const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming })
+        const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer })
         return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(card) })
       })
     )

@@ -5,13 +5,17 @@
 import type { Message, MessageSendParams, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "@a2a-js/sdk"
 import {
   A2AClient,
+  type AuthenticationHandler,
   type Client,
   ClientFactory,
+  createAuthenticatingFetchWithRetry,
+  JsonRpcTransportFactory,
   PushNotificationNotSupportedError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError
 } from "@a2a-js/sdk/client"
+import { Redacted } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { followUpPrompt } from "../../src/services/ScriptedCapsule.js"
 import { type OpenDoor, openDoor, sleep, waitForState } from "../lib/Door.js"
@@ -410,5 +414,59 @@ describe("@a2a-js/sdk 0.3.14 A2AClient (deprecated)", () => {
     expect(list.error.code).toBe(-32003)
     const del: any = await client.deleteTaskPushNotificationConfig({ id: "t", pushNotificationConfigId: "c" })
     expect(del.error.code).toBe(-32003)
+  })
+})
+
+describe("@a2a-js/sdk 0.3.14 against a door with a bearer token", () => {
+  const token = "interop-token"
+  let door: OpenDoor | undefined
+  afterEach(async () => {
+    await door?.close()
+    door = undefined
+  })
+
+  /** The SDK's own auth flow: no header at first, the 401's `WWW-Authenticate: Bearer` answered with the token. */
+  const handler = (): AuthenticationHandler & { readonly challenges: Array<string> } => {
+    let headers: Record<string, string> = {}
+    const challenges: Array<string> = []
+    return {
+      challenges,
+      headers: async () => headers,
+      shouldRetryWithHeaders: async (_request, response) => {
+        if (response.status !== 401) return undefined
+        challenges.push(response.headers.get("www-authenticate") ?? "")
+        return { authorization: `Bearer ${token}` }
+      },
+      onSuccessfulRetry: async (retried) => {
+        headers = retried
+      }
+    }
+  }
+
+  it("ClientFactory: reads the public card (bearer scheme), is challenged once, then sends and streams with the token", async () => {
+    door = await openDoor({ door: { authToken: Redacted.make(token) } })
+    const auth = handler()
+    const fetchImpl = createAuthenticatingFetchWithRetry(fetch, auth)
+    const client = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })] }).createFromUrl(door.url)
+    const card = await client.getAgentCard()
+    expect(card.securitySchemes).toEqual({ bearer: expect.objectContaining({ type: "http", scheme: "bearer" }) })
+    expect(card.security).toEqual([{ bearer: [] }])
+    const task = asTask(await client.sendMessage(params("/complete locked", {}, { blocking: true })))
+    expect(task.status.state).toBe("completed")
+    expect(auth.challenges).toHaveLength(1)
+    expect(auth.challenges[0]).toMatch(/^Bearer\b/)
+    const events = await drain(client.sendMessageStream(params("/complete streamed")))
+    expect(expectTaskStream(events).status.state).toBe("completed")
+    expect(auth.challenges).toHaveLength(1)
+  })
+
+  it("A2AClient: a fetch that sends the token works; one that does not is refused", async () => {
+    door = await openDoor({ door: { authToken: Redacted.make(token) } })
+    const authed: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${token}` } })
+    const client = await A2AClient.fromCardUrl(`${door.url}.well-known/agent-card.json`, { fetchImpl: authed })
+    const reply = await client.sendMessage(params("/complete old client", {}, { blocking: true }))
+    expect("result" in reply && (reply.result as Task).status.state).toBe("completed")
+    const bare = await A2AClient.fromCardUrl(`${door.url}.well-known/agent-card.json`)
+    await expect(bare.sendMessage(params("/complete nope"))).rejects.toThrow(/401/)
   })
 })
