@@ -13,7 +13,7 @@
 import { Command, type CommandExecutor } from "@effect/platform"
 import { existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Schema, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Redacted, Schema, Stream } from "effect"
 import { parse } from "yaml"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
@@ -22,7 +22,7 @@ import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
 import { Trace } from "./Trace.js"
 import { type CompletionTarget, deliverOutcome, type DelegationOutcome, readCompletionFile } from "./DelegationOutcome.js"
-import { encodeSpawnerHandle, SPAWNER_ENV } from "./SpawnerHandle.js"
+import { encodeSpawnerHandle, SPAWNER_ENV, SPAWNER_TOKEN_ENV } from "./SpawnerHandle.js"
 
 /** Why `delegate-task` refused or failed; the message is what the model reads. */
 export class DelegationError extends Schema.TaggedError<DelegationError>()("DelegationError", {
@@ -63,6 +63,8 @@ export interface LauncherOptions {
   readonly deadlineSecs: number
   /** How to start this runtime: `[node, dist/main.js]`. */
   readonly runtime: ReadonlyArray<string>
+  /** The parent door's bearer token: completions (the child's and the launcher's) carry it. */
+  readonly doorToken?: Redacted.Redacted<string> | undefined
 }
 
 const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path))
@@ -159,7 +161,14 @@ const make = (options: LauncherOptions) =>
         Effect.mapError((refused) => new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${refused.message}` }))
       )
       const url = door.url
-      const target: CompletionTarget = { url, parentSessionId: options.sessionId, contextId: request.contextId, delegationId, trust: request.trust }
+      const target: CompletionTarget = {
+        url,
+        parentSessionId: options.sessionId,
+        contextId: request.contextId,
+        delegationId,
+        trust: request.trust,
+        token: options.doorToken === undefined ? undefined : Redacted.value(options.doorToken)
+      }
       const ready = yield* Deferred.make<StartedDelegation, DelegationError>()
       yield* FiberMap.run(children, delegationId, child(request, { directory, version, delegationId, relativeWorkdir, workdir, target }, ready).pipe(Effect.provide(context)))
       return yield* Deferred.await(ready)
@@ -193,7 +202,10 @@ const make = (options: LauncherOptions) =>
           "127.0.0.1",
           "--port",
           "0"
-        ).pipe(Command.env({ [SPAWNER_ENV]: encodeSpawnerHandle({ sessionId: options.sessionId, contextId: request.contextId, delegationId: launch.delegationId, completion: { url: launch.target.url, trust: request.trust } }) }))
+        ).pipe(Command.env({
+          [SPAWNER_ENV]: encodeSpawnerHandle({ sessionId: options.sessionId, contextId: request.contextId, delegationId: launch.delegationId, completion: { url: launch.target.url, trust: request.trust } }),
+          ...(launch.target.token === undefined ? {} : { [SPAWNER_TOKEN_ENV]: launch.target.token })
+        }))
         const failLaunch = (message: string) => Deferred.fail(ready, new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${message}` }))
         const proc = yield* Command.start(command).pipe(Effect.tapError((error) => failLaunch(error.message)))
         const killGroup = proc.kill("SIGTERM").pipe(

@@ -74,6 +74,8 @@ export interface CompletionTarget {
   readonly delegationId: string
   /** The trust of the task that delegated, inherited by its completion. */
   readonly trust: Trust
+  /** The parent door's bearer token, when it has one (`serve --auth-token`). */
+  readonly token?: string | undefined
 }
 
 export type Delivery =
@@ -102,7 +104,8 @@ const attempt = async (target: CompletionTarget, text: string): Promise<Delivery
         "x-murmur-task-origin": "completion",
         "x-murmur-task-trust": target.trust,
         "x-murmur-delegation-id": target.delegationId,
-        "x-murmur-completion-session": target.parentSessionId
+        "x-murmur-completion-session": target.parentSessionId,
+        ...(target.token === undefined ? {} : { authorization: `Bearer ${target.token}` })
       },
       body: JSON.stringify(body)
     })

@@ -10,6 +10,13 @@ import type { Trust } from "../services/Task.js"
 
 export const SPAWNER_ENV = "MURMUR_SPAWNER"
 
+/**
+ * The parent door's bearer token, beside the handle (which keeps the reference's shape). The
+ * child runtime takes it out of its environment at start (src/layers/Host.ts), so no guest or
+ * shell command of the child can be granted it.
+ */
+export const SPAWNER_TOKEN_ENV = "MURMUR_SPAWNER_TOKEN"
+
 const Handle = Schema.Struct({
   session_id: Schema.String.pipe(Schema.pattern(/^ses_[A-Za-z0-9]{1,64}$/)),
   context_id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._:@+=-]{1,256}$/)),

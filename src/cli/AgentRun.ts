@@ -34,6 +34,8 @@ export interface AgentRunOptions extends Omit<AgentSessionOptions, "acceptance">
   readonly task: string | undefined
   readonly idleTimeoutSecs: number
   readonly json: boolean
+  /** The parent door's bearer token, for a delegated child's completion. */
+  readonly spawnerToken?: string | undefined
 }
 
 /** `--task`, else `<workdir>/task.md` when it exists. */
@@ -201,7 +203,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         workdir,
         sessionWorkdir: agent.sessionWorkdir,
         startedAtMs
-      }, outcome.task, existsSync(resultPath) ? resultPath : undefined)
+      }, outcome.task, existsSync(resultPath) ? resultPath : undefined, options.spawnerToken)
     }
     if (outcome.task.state !== "completed") return yield* exitWith(1)
   })

@@ -32,7 +32,7 @@ export interface ChildRecord {
 }
 
 /** Posts the child's outcome (retried once) and records it; delivery problems are recorded, never fatal. */
-export const reportToSpawner = (handle: SpawnerHandle, child: ChildRecord, task: Task | undefined, resultPath: string | undefined) =>
+export const reportToSpawner = (handle: SpawnerHandle, child: ChildRecord, task: Task | undefined, resultPath: string | undefined, token?: string) =>
   Effect.gen(function*() {
     const outcome: DelegationOutcome = {
       delegation_id: handle.delegationId,
@@ -52,7 +52,8 @@ export const reportToSpawner = (handle: SpawnerHandle, child: ChildRecord, task:
       parentSessionId: handle.sessionId,
       contextId: handle.contextId,
       delegationId: handle.delegationId,
-      trust: handle.completion.trust
+      trust: handle.completion.trust,
+      token
     }
     const recorded = yield* deliverOutcome(target, child.sessionWorkdir, outcome)
     if (!recorded.delivered) yield* Effect.logWarning(`completion of ${handle.delegationId} not delivered: ${recorded.delivery_error ?? ""}`)

@@ -12,6 +12,7 @@ import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
 import { integerFlag } from "./Flags.js"
+import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
@@ -28,7 +29,7 @@ const idleTimeout = integerFlag("idle-timeout", {
   description: `Seconds an agent capsule waits for its first A2A task (default ${defaultIdleTimeoutSecs})`
 }).pipe(Options.withDefault(defaultIdleTimeoutSecs))
 
-export const runCommand = Command.make("run", { dir, workdir, json, task, host, port, idleTimeout }, (options) =>
+export const runCommand = Command.make("run", { dir, workdir, json, task, host, port, idleTimeout, authToken }, (options) =>
   Effect.gen(function*() {
     const hostEnv = yield* HostEnvironment
     const loaded = yield* loadAnyProject(options.dir, hostEnv.env)
@@ -41,6 +42,8 @@ export const runCommand = Command.make("run", { dir, workdir, json, task, host, 
         retainTerminal: 1000,
         workdir: Option.getOrUndefined(options.workdir),
         hostEnv: hostEnv.env,
+        spawnerToken: hostEnv.spawnerToken,
+        authToken: Option.getOrUndefined(options.authToken),
         task: Option.getOrUndefined(options.task),
         idleTimeoutSecs: options.idleTimeout,
         json: options.json

@@ -97,7 +97,8 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       sessionId: prepared.sessionId,
       allow: prepared.spawnAllow,
       deadlineSecs: prepared.delegationDeadlineSecs,
-      runtime: options.runtime ?? defaultRuntime(process.execPath)
+      runtime: options.runtime ?? defaultRuntime(process.execPath),
+      doorToken: options.authToken
     }).pipe(Layer.provide(NodeContext.layer))
     const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })

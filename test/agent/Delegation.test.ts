@@ -162,6 +162,21 @@ describe("delegate-task, end to end", () => {
     expect(childStart).toMatchObject({ spawned_by: parentRun.lines[0]!.session_id, delegation_id: delegationId })
   }, 30000)
 
+  it("a parent whose door wants a bearer token still gets its child's completion (MURMUR_SPAWNER_TOKEN), and the token reaches no trace", async () => {
+    const token = "delegation-door-token"
+    const parentRun = run(join(ROOT, "examples", "delegation"), "Ada", { CAPSULE_RUNTIME_AUTH_TOKEN: token })
+    const listening = await until("the listening line", () => parentRun.lines[0])
+    const refused = await fetch(listening.url as string, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    expect(refused.status).toBe(401)
+    expect(await parentRun.exit).toBe(0)
+    expect(resultOf(parentRun.workdir)).toContain("the greet tool greeted \"Ada\"")
+    const [started] = events(parentRun.workdir, "delegation_start")
+    const child = childCompletion(parentRun.workdir, started!.delegation_id as string)
+    expect(child).toMatchObject({ status: "ok", delivered: true, reported_by: "child" })
+    const traces = JSON.stringify(traceOf(parentRun.workdir)) + JSON.stringify(traceOf(join(parentRun.workdir, "delegations", started!.delegation_id as string)))
+    expect(traces).not.toContain(token)
+  }, 30000)
+
   it("a child with an unreadable MURMUR_SPAWNER does not start (E-RUN-020) and contacts nobody", async () => {
     const childRun = run(join(base, "ok-child"), "x", { MURMUR_SPAWNER: JSON.stringify({ session_id: "ses_0123abcd", context_id: "c", delegation_id: "dlg_0123abcd", url: "http://127.0.0.1:9/" }) })
     expect(await childRun.exit).toBe(1)
