@@ -9,8 +9,9 @@ import { Terminal } from "@effect/platform"
 import { NodeFileSystem, NodeHttpClient, NodePath } from "@effect/platform-node"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer } from "effect"
-import { connect as createConnection, createServer, type Server, type Socket } from "node:net"
 import { watch, watchCommand, type WatchOptions } from "../../src/cli/Watch.js"
+import { createServer } from "node:net"
+import { startCuttingProxy } from "../lib/CuttingProxy.js"
 import { type OpenDoor, openDoor, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 
 let door: OpenDoor | undefined
@@ -53,46 +54,7 @@ const send = async (url: string, text: string) => (await rpc(url, "message/send"
 
 const short = (taskId: string) => `tsk_…${taskId.slice(-8)}`
 
-/** A TCP proxy to `target` that cuts its first connection just inside the first occurrence of `marker` in the response. */
-const cuttingProxy = async (target: string, marker: string) => {
-  const { hostname, port } = new URL(target)
-  const requests: Array<string> = []
-  const sockets = new Set<Socket>()
-  const server: Server = createServer((client) => {
-    const index = requests.length
-    requests.push("")
-    const upstream = createConnection(Number(port), hostname)
-    sockets.add(client).add(upstream)
-    let received = ""
-    let cut = false
-    client.on("data", (data: Buffer) => {
-      requests[index] += data.toString("latin1")
-      upstream.write(data)
-    })
-    upstream.on("data", (data: Buffer) => {
-      if (cut) return
-      const before = received.length
-      received += data.toString("latin1")
-      const at = index === 0 ? received.indexOf(marker) : -1
-      if (at < 0) return void client.write(data)
-      cut = true
-      client.write(data.subarray(0, at + 3 - before))
-      client.destroy()
-      upstream.destroy()
-    })
-    client.on("end", () => upstream.end())
-    upstream.on("end", () => client.end())
-    client.on("error", () => upstream.destroy())
-    upstream.on("error", () => client.destroy())
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const address = server.address() as { port: number }
-  cleanups.push(() => {
-    for (const socket of sockets) socket.destroy()
-    return new Promise<void>((resolve) => server.close(() => resolve()))
-  })
-  return { url: `http://127.0.0.1:${address.port}/`, requests }
-}
+const cuttingProxy = (target: string, marker: string) => startCuttingProxy(target, marker, cleanups)
 
 describe("watch", () => {
   it("prints a streamed task readably and ends with exit 0 on capsule-closed", async () => {
