@@ -24,6 +24,7 @@ import { TaskRunner } from "../services/TaskRunner.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { awaitDelegations, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
 import { agentSession, type AgentSessionOptions } from "../layers/AgentSession.js"
+import { bindFailureMessage, type DoorPort } from "./DoorPort.js"
 import { exitWith } from "./Exit.js"
 import { reportLaunchFailure } from "./LaunchFailure.js"
 
@@ -34,6 +35,8 @@ export interface AgentRunOptions extends Omit<AgentSessionOptions, "acceptance">
   readonly task: string | undefined
   readonly idleTimeoutSecs: number
   readonly json: boolean
+  /** Where `port` came from (`--port`, `network.internal_port`), named when it cannot be bound. */
+  readonly portSource?: DoorPort["source"] | undefined
   /** The parent door's bearer token, for a delegated child's completion. */
   readonly spawnerToken?: string | undefined
 }
@@ -183,7 +186,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         ServeError: (error) =>
           reportLaunchFailure(
             "E-RUN-010",
-            `cannot listen on ${options.host}:${options.port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`,
+            bindFailureMessage(options.host, { port: options.port, source: options.portSource ?? "--port" }, error),
             options.json,
             workdir
           ),

@@ -11,6 +11,7 @@ import { loadAnyProject } from "../sandbox/CapsuleProject.js"
 import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
 import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
+import { doorPort } from "./DoorPort.js"
 import { integerFlag } from "./Flags.js"
 import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
@@ -20,9 +21,12 @@ const workdir = Options.directory("workdir").pipe(Options.withDescription("Workd
 const json = Options.boolean("json").pipe(Options.withDescription("End with one JSON exit event on stdout"))
 const task = Options.text("task").pipe(Options.withDescription("An agent capsule's task (else <workdir>/task.md, else the first A2A task)"), Options.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address an agent capsule's door binds"))
-const port = integerFlag("port", { min: 0, max: 65535, placeholder: "PORT", description: "Port an agent capsule's door binds (0: any free port; default 0)" }).pipe(
-  Options.withDefault(0)
-)
+const port = integerFlag("port", {
+  min: 0,
+  max: 65535,
+  placeholder: "PORT",
+  description: "Port an agent capsule's door binds (0: any free port; default the manifest's network.internal_port, else 0)"
+}).pipe(Options.optional)
 const idleTimeout = integerFlag("idle-timeout", {
   min: 1,
   placeholder: "SECONDS",
@@ -34,10 +38,12 @@ export const runCommand = Command.make("run", { dir, workdir, json, task, host, 
     const hostEnv = yield* HostEnvironment
     const loaded = yield* loadAnyProject(options.dir, hostEnv.env)
     if (loaded.kind === "agent") {
+      const chosen = doorPort(options.port, loaded.project.manifest.network)
       return yield* agentRun(loaded.project, {
         sessionId: mintId("ses"),
         host: options.host,
-        port: options.port,
+        port: chosen.port,
+        portSource: chosen.source,
         maxBodyBytes: 1024 * 1024,
         retainTerminal: 1000,
         workdir: Option.getOrUndefined(options.workdir),

@@ -14,15 +14,19 @@ import { loadAnyProject } from "../sandbox/CapsuleProject.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { agentSession } from "../layers/AgentSession.js"
+import { bindFailureMessage, type DoorPort, doorPort } from "./DoorPort.js"
 import { choiceFlag, integerFlag } from "./Flags.js"
 import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A capsule directory (script or agent)"), Args.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
-const port = integerFlag("port", { min: 0, max: 65535, placeholder: "PORT", description: "Port to bind (0: any free port; default 0)" }).pipe(
-  Options.withDefault(0)
-)
+const port = integerFlag("port", {
+  min: 0,
+  max: 65535,
+  placeholder: "PORT",
+  description: "Port to bind (0: any free port; default the manifest's network.internal_port, else 0)"
+}).pipe(Options.optional)
 const acceptance = choiceFlag("task-acceptance", ["none", "single", "queue"] as const, "none: no task starts; single: one task per session; queue: tasks wait in lanes (default queue)").pipe(
   Options.withDefault("queue" as const)
 )
@@ -66,7 +70,7 @@ export const serveCommand = Command.make(
     const session: SessionOptions = {
       door: {
         host: options.host,
-        port: options.port,
+        port: Option.getOrElse(options.port, () => 0),
         acceptance: options.acceptance,
         maxBodyBytes: options.maxBody,
         maxWatchers: options.maxWatchers,
@@ -75,24 +79,24 @@ export const serveCommand = Command.make(
       registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
       eventLog: { capacityBytes: options.replayBytes }
     }
-    const bindFailure = (error: ServeError) =>
-      reportLaunchFailure(
-        "E-RUN-010",
-        `cannot listen on ${options.host}:${options.port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`,
-        options.json
-      )
+    const bindFailure = (chosen: DoorPort) => (error: ServeError) =>
+      reportLaunchFailure("E-RUN-010", bindFailureMessage(options.host, chosen, error), options.json)
     if (Option.isNone(options.dir)) {
-      return announce(options.json, {}).pipe(Effect.provide(Layer.fresh(ScriptedSessionLive(session))), Effect.catchTag("ServeError", bindFailure))
+      return announce(options.json, {}).pipe(
+        Effect.provide(Layer.fresh(ScriptedSessionLive(session))),
+        Effect.catchTag("ServeError", bindFailure(doorPort(options.port, undefined)))
+      )
     }
     const directory = options.dir.value
     return Effect.gen(function*() {
       const hostEnv = yield* HostEnvironment
       const loaded = yield* loadAnyProject(directory, hostEnv.env)
+      const chosen = doorPort(options.port, loaded.project.manifest.network)
       if (loaded.kind === "agent") {
         const agent = yield* agentSession(loaded.project, {
           sessionId: mintId("ses"),
           host: options.host,
-          port: options.port,
+          port: chosen.port,
           maxBodyBytes: options.maxBody,
           retainTerminal: options.retain,
           limits: { retainBytes: options.retainBytes, replayBytes: options.replayBytes, maxWatchers: options.maxWatchers },
@@ -104,13 +108,14 @@ export const serveCommand = Command.make(
         return yield* announce(options.json, { workdir: agent.workdir }).pipe(
           Effect.provide(Layer.fresh(agent.layer)),
           Effect.catchTags({
-            ServeError: bindFailure,
+            ServeError: bindFailure(chosen),
             TraceWriteFailed: (error) => reportLaunchFailure(error.code, error.message, options.json, agent.workdir)
           })
         )
       }
       const script = yield* scriptSession(loaded.project, {
         ...session,
+        door: { ...session.door, port: chosen.port },
         sessionId: mintId("ses"),
         workdir: Option.getOrUndefined(options.workdir),
         hostEnv: hostEnv.env
@@ -118,7 +123,7 @@ export const serveCommand = Command.make(
       for (const warning of script.warnings) yield* Console.error(warning)
       return yield* announce(options.json, { workdir: script.workdir }).pipe(
         Effect.provide(Layer.fresh(script.layer)),
-        Effect.catchTag("ServeError", bindFailure)
+        Effect.catchTag("ServeError", bindFailure(chosen))
       )
     }).pipe((effect) => launching(effect, options.json, 1))
   }

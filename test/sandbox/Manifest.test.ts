@@ -228,8 +228,7 @@ trace: { capture: content }
 network: { internal_port: 14159 }
 `)
     assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
-      ["W-RUN-001", "context.max_tokens"],
-      ["W-RUN-001", "network.internal_port"]
+      ["W-RUN-001", "context.max_tokens"]
     ])
     assert.isTrue(isAgentCapsule(manifest))
     assert.deepStrictEqual(manifest.inference?.driver, { artifact: "d", configJson: "{\"anything\":[1]}" })

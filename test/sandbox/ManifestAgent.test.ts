@@ -214,10 +214,10 @@ describe("the session blocks: accepted", () => {
     assert.deepStrictEqual(ok(`${HEAD}lifecycle: { task_acceptance: none }\n`).manifest.lifecycle?.taskAcceptance, "none")
   })
 
-  it("network.internal_port and every context key are read and named: none is acted on yet", () => {
+  it("network.internal_port is read and acted on (no warning); context keys are read and named", () => {
     const port = ok(agent({}, "network: { internal_port: 65535 }\n"))
     assert.deepStrictEqual(port.manifest.network, { internalPort: 65535 })
-    assert.deepStrictEqual(inertPaths(port), ["network.internal_port"])
+    assert.deepStrictEqual(inertPaths(port), [])
     const budget = ok(agent({}, "context: { max_tokens: 120000 }\n"))
     assert.deepStrictEqual(budget.manifest.context, { maxTokens: 120000, record: true, seedBudget: 0.1, seedOverflowMargin: 0.1 })
     assert.deepStrictEqual(inertPaths(budget), ["context.max_tokens"])

@@ -53,7 +53,6 @@ const SAMPLES: Readonly<Record<string, string>> = {
   "observability.otel_endpoint": "observability: { otel_endpoint: 'http://127.0.0.1:4318' }",
   "observability.eval": "observability: { eval: { dataset_id: d, scorers: [{ type: exit_ok }] } }",
   "trace.retain": "trace: { retain: { max_sessions: 3 } }",
-  "network.internal_port": "network: { internal_port: 8080 }",
   "lifecycle.max_task_reopens": "lifecycle: { max_task_reopens: 2 }"
 }
 

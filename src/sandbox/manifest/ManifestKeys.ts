@@ -158,7 +158,7 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "trace.include_tool_output": enforced("src/sandbox/manifest/SessionBlocks.ts (retired alias of capture, warned)"),
   "trace.retain": warned(NO_EFFECT),
   "network": enforced("src/sandbox/manifest/SessionBlocks.ts"),
-  "network.internal_port": warned("the door binds --port (default: any free port) instead"),
+  "network.internal_port": enforced("src/cli/DoorPort.ts (serve and run bind it when --port is absent)"),
   "lifecycle": enforced("src/sandbox/manifest/Lifecycle.ts"),
   "lifecycle.task_acceptance": enforced("src/services/TaskRegistry.ts"),
   "lifecycle.after_task": enforced("src/cli/AgentRun.ts"),
