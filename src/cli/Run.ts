@@ -9,15 +9,22 @@ import { Console, Effect, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
 import { loadAnyProject } from "../sandbox/CapsuleProject.js"
 import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
+import { defaultKeepSessions } from "../sandbox/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
 import { doorPort } from "./DoorPort.js"
 import { integerFlag } from "./Flags.js"
 import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
+import { keepNewest } from "./Retention.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
 const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir (default <dir>/workdir/<session>)"), Options.optional)
+const keepSessions = integerFlag("keep-sessions", {
+  min: 1,
+  placeholder: "N",
+  description: `Session workdirs kept under <dir>/workdir/ without --workdir, this one included; older ones are deleted at start (default ${defaultKeepSessions})`
+}).pipe(Options.withDefault(defaultKeepSessions))
 const json = Options.boolean("json").pipe(Options.withDescription("End with one JSON exit event on stdout"))
 const task = Options.text("task").pipe(Options.withDescription("An agent capsule's task (else <workdir>/task.md, else the first A2A task)"), Options.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address an agent capsule's door binds"))
@@ -33,10 +40,11 @@ const idleTimeout = integerFlag("idle-timeout", {
   description: `Seconds an agent capsule waits for its first A2A task (default ${defaultIdleTimeoutSecs})`
 }).pipe(Options.withDefault(defaultIdleTimeoutSecs))
 
-export const runCommand = Command.make("run", { dir, workdir, json, task, host, port, idleTimeout, authToken }, (options) =>
+export const runCommand = Command.make("run", { dir, workdir, keepSessions, json, task, host, port, idleTimeout, authToken }, (options) =>
   Effect.gen(function*() {
     const hostEnv = yield* HostEnvironment
     const loaded = yield* loadAnyProject(options.dir, hostEnv.env)
+    if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions)
     if (loaded.kind === "agent") {
       const chosen = doorPort(options.port, loaded.project.manifest.network)
       return yield* agentRun(loaded.project, {

@@ -11,6 +11,7 @@ import { HostEnvironment } from "../layers/Host.js"
 import { ScriptedSessionLive, type SessionOptions } from "../layers/Main.js"
 import { scriptSession } from "../layers/ScriptSession.js"
 import { loadAnyProject } from "../sandbox/CapsuleProject.js"
+import { defaultKeepSessions } from "../sandbox/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { agentSession } from "../layers/AgentSession.js"
@@ -18,6 +19,7 @@ import { bindFailureMessage, type DoorPort, doorPort } from "./DoorPort.js"
 import { choiceFlag, integerFlag } from "./Flags.js"
 import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
+import { keepNewest } from "./Retention.js"
 
 const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A capsule directory (script or agent)"), Args.optional)
 const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
@@ -47,6 +49,11 @@ const maxWatchers = Options.integer("max-watchers").pipe(
   Options.withDescription("Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused")
 )
 const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir of a capsule from a directory (default <dir>/workdir/<session>)"), Options.optional)
+const keepSessions = integerFlag("keep-sessions", {
+  min: 1,
+  placeholder: "N",
+  description: `Session workdirs kept under <dir>/workdir/ without --workdir, this one included; older ones are deleted at start (default ${defaultKeepSessions})`
+}).pipe(Options.withDefault(defaultKeepSessions))
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
 
 const announce = (json: boolean, extra: Record<string, string>) =>
@@ -65,7 +72,7 @@ const announce = (json: boolean, extra: Record<string, string>) =>
 
 export const serveCommand = Command.make(
   "serve",
-  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, json, authToken },
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, keepSessions, json, authToken },
   (options) => {
     const session: SessionOptions = {
       door: {
@@ -92,6 +99,7 @@ export const serveCommand = Command.make(
       const hostEnv = yield* HostEnvironment
       const loaded = yield* loadAnyProject(directory, hostEnv.env)
       const chosen = doorPort(options.port, loaded.project.manifest.network)
+      if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions)
       if (loaded.kind === "agent") {
         const agent = yield* agentSession(loaded.project, {
           sessionId: mintId("ses"),
