@@ -8,10 +8,11 @@
  */
 import { Args, Command } from "@effect/cli"
 import { Terminal } from "@effect/platform"
-import { NodeHttpClient } from "@effect/platform-node"
 import { Console, Deferred, Effect, Fiber, Option, Queue, Stream } from "effect"
 import { createInterface } from "node:readline"
 import { call, requireDoorUrl, type RetryPolicy, type WatchError } from "./DoorClient.js"
+import { DoorClientLive } from "../layers/DoorClient.js"
+import { authToken } from "./AuthToken.js"
 import { exitWith } from "./Exit.js"
 import { sendTurn, type TurnOutcome } from "./Send.js"
 import type { RenderOptions } from "./WatchRenderer.js"
@@ -122,7 +123,7 @@ const stdinLines: Stream.Stream<string> = Stream.suspend(() =>
 
 const url = Args.text({ name: "url" }).pipe(Args.withDescription("The door: http://host:port/ or host:port"))
 
-export const chatCommand = Command.make("chat", { url }, (options) =>
+export const chatCommand = Command.make("chat", { url, authToken }, (options) =>
   Effect.gen(function*() {
     const terminal = yield* Terminal.Terminal
     yield* chat(options.url, {
@@ -132,6 +133,6 @@ export const chatCommand = Command.make("chat", { url }, (options) =>
     }).pipe(
       Effect.catchTag("WatchError", (error: WatchError) => Console.error(`chat: ${error.message}`).pipe(Effect.zipRight(exitWith(1))))
     )
-  }).pipe(Effect.provide(NodeHttpClient.layer))).pipe(
+  }).pipe(Effect.provide(DoorClientLive(Option.getOrUndefined(options.authToken))))).pipe(
     Command.withDescription("Chat with a door: each stdin line is a message (answers input-required prompts); /cancel cancels the running task, /quit ends. Example: chat 127.0.0.1:8080")
   )

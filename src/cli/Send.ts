@@ -11,8 +11,9 @@
  */
 import { Args, Command } from "@effect/cli"
 import { HttpClient, HttpClientRequest, Terminal } from "@effect/platform"
-import { NodeHttpClient } from "@effect/platform-node"
-import { Console, Effect, Stream } from "effect"
+import { Console, Effect, Option, Stream } from "effect"
+import { DoorClientLive } from "../layers/DoorClient.js"
+import { authToken } from "./AuthToken.js"
 import { frameStatus, frameTask, follow, requireDoorUrl, type RetryPolicy, WatchError } from "./DoorClient.js"
 import { exitWith } from "./Exit.js"
 import { makeSseDecoder } from "./SseDecoder.js"
@@ -142,7 +143,7 @@ export const exitCodeOf = (state: string) => (state === "completed" ? 0 : state 
 const url = Args.text({ name: "url" }).pipe(Args.withDescription("The door: http://host:port/ or host:port"))
 const text = Args.text({ name: "text" }).pipe(Args.withDescription("The message"))
 
-export const sendCommand = Command.make("send", { url, text }, (options) =>
+export const sendCommand = Command.make("send", { url, text, authToken }, (options) =>
   Effect.gen(function*() {
     const terminal = yield* Terminal.Terminal
     const door = yield* requireDoorUrl(options.url)
@@ -155,6 +156,6 @@ export const sendCommand = Command.make("send", { url, text }, (options) =>
       return yield* exitWith(exitCodeOf(outcome.state))
     }
   }).pipe(
-    Effect.provide(NodeHttpClient.layer),
+    Effect.provide(DoorClientLive(Option.getOrUndefined(options.authToken))),
     Effect.catchTag("WatchError", (error) => Console.error(`send: ${error.message}`).pipe(Effect.zipRight(exitWith(1))))
   )).pipe(Command.withDescription("Send one message to a door and print the streamed answer; exit 0 when the task completed, 1 failed/canceled/rejected, 3 input-required. Example: send 127.0.0.1:8080 \"hello\""))
