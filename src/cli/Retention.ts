@@ -6,8 +6,9 @@
 import { Console, Effect } from "effect"
 import { pruneSessions } from "../sandbox/SessionRetention.js"
 
-export const keepNewest = (capsuleDir: string, keep: number) =>
-  pruneSessions(capsuleDir, keep).pipe(
+/** Prunes before session `sessionId` (this process) starts, and marks it running so no later prune deletes it. */
+export const keepNewest = (capsuleDir: string, keep: number, sessionId: string) =>
+  pruneSessions(capsuleDir, keep, { sessionId, pid: process.pid }).pipe(
     Effect.flatMap(({ deleted }) =>
       deleted.length === 0 ? Effect.void : Console.error(`deleted ${deleted.length} older session workdir${deleted.length === 1 ? "" : "s"} under ${capsuleDir}/workdir/ (--keep-sessions ${keep})`)
     ),

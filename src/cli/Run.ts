@@ -44,11 +44,12 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
   Effect.gen(function*() {
     const hostEnv = yield* HostEnvironment
     const loaded = yield* loadAnyProject(options.dir, hostEnv.env)
-    if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions)
+    const sessionId = mintId("ses")
+    if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
     if (loaded.kind === "agent") {
       const chosen = doorPort(options.port, loaded.project.manifest.network)
       return yield* agentRun(loaded.project, {
-        sessionId: mintId("ses"),
+        sessionId,
         host: options.host,
         port: chosen.port,
         portSource: chosen.source,
@@ -64,7 +65,7 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
       })
     }
     const project = loaded.project
-    const prepared = yield* prepareScript(project, { sessionId: mintId("ses"), workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
+    const prepared = yield* prepareScript(project, { sessionId, workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
     for (const warning of prepared.warnings) yield* Console.error(warning)
     const outcome = yield* runScript(prepared, {
       inTask: false,

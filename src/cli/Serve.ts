@@ -99,10 +99,11 @@ export const serveCommand = Command.make(
       const hostEnv = yield* HostEnvironment
       const loaded = yield* loadAnyProject(directory, hostEnv.env)
       const chosen = doorPort(options.port, loaded.project.manifest.network)
-      if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions)
+      const sessionId = mintId("ses")
+      if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
       if (loaded.kind === "agent") {
         const agent = yield* agentSession(loaded.project, {
-          sessionId: mintId("ses"),
+          sessionId,
           host: options.host,
           port: chosen.port,
           maxBodyBytes: options.maxBody,
@@ -124,7 +125,7 @@ export const serveCommand = Command.make(
       const script = yield* scriptSession(loaded.project, {
         ...session,
         door: { ...session.door, port: chosen.port },
-        sessionId: mintId("ses"),
+        sessionId,
         workdir: Option.getOrUndefined(options.workdir),
         hostEnv: hostEnv.env
       })

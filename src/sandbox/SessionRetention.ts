@@ -9,8 +9,12 @@
  * `lstat` from that open directory and removed by a path through it, and the recursive removal
  * unlinks any link it meets instead of following it. Only names shaped like session ids are
  * touched; anything else under `workdir/` is left alone.
+ *
+ * A session that is still running is never deleted, however old: each session leaves
+ * `workdir/<session id>.live` holding its pid (beside its workdir, out of its guests' preopen, so
+ * they cannot forge or remove it), and a session whose pid is alive is skipped.
  */
-import { lstatSync, readdirSync, rmSync } from "node:fs"
+import { lstatSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { Effect } from "effect"
 import * as WorkdirFs from "./WorkdirFs.js"
 
@@ -23,15 +27,48 @@ export interface Pruned {
   readonly deleted: ReadonlyArray<string>
 }
 
-/** Deletes the oldest session workdirs under `<capsuleDir>/workdir/` so `keep - 1` remain (the new session makes `keep`). */
-export const pruneSessions = (capsuleDir: string, keep: number): Effect.Effect<Pruned, WorkdirFs.WorkdirPathRefused> =>
-  WorkdirFs.attempt(() =>
-    WorkdirFs.inDirectory(capsuleDir, "workdir", (entry) => {
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    // EPERM: alive, but another user's.
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** The session's `.live` marker names a process that is still running. */
+const running = (entry: (name: string) => string, session: string): boolean => {
+  try {
+    if (!lstatSync(entry(`${session}.live`)).isFile()) return false
+    const pid = Number(readFileSync(entry(`${session}.live`), "utf8").trim())
+    return Number.isInteger(pid) && pid > 0 && alive(pid)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Marks `current` as running (its `.live` file), then deletes the oldest session workdirs under
+ * `<capsuleDir>/workdir/` that are not running, so that at most `keep` remain with the new one.
+ */
+export const pruneSessions = (
+  capsuleDir: string,
+  keep: number,
+  current: { readonly sessionId: string; readonly pid: number }
+): Effect.Effect<Pruned, WorkdirFs.WorkdirPathRefused> =>
+  WorkdirFs.attempt(() => {
+    WorkdirFs.makeDirectory(capsuleDir, "workdir")
+    WorkdirFs.write(capsuleDir, `workdir/${current.sessionId}.live`, `${current.pid}\n`)
+    return WorkdirFs.inDirectory(capsuleDir, "workdir", (entry) => {
       const sessions = readdirSync(entry("."))
-        .filter((name) => SESSION.test(name) && lstatSync(entry(name)).isDirectory())
+        .filter((name) => SESSION.test(name) && name !== current.sessionId && lstatSync(entry(name)).isDirectory())
         .sort()
-      const excess = sessions.slice(0, Math.max(0, sessions.length - Math.max(0, keep - 1)))
-      for (const name of excess) rmSync(entry(name), { recursive: true, force: true })
+      const excess = sessions.slice(0, Math.max(0, sessions.length - Math.max(0, keep - 1))).filter((name) => !running(entry, name))
+      for (const name of excess) {
+        rmSync(entry(name), { recursive: true, force: true })
+        rmSync(entry(`${name}.live`), { force: true })
+      }
       return { deleted: excess }
     })
-  )
+  })

@@ -37,9 +37,9 @@ describe("pruneSessions", () => {
     symlinkSync(outside, join(capsule, "workdir", session(0)))
     // A link inside a session that goes away: removed as a link, its target untouched.
     symlinkSync(outside, join(capsule, "workdir", session(1), "escape"))
-    const pruned = await Effect.runPromise(pruneSessions(capsule, 3))
+    const pruned = await Effect.runPromise(pruneSessions(capsule, 3, { sessionId: session(9), pid: process.pid }))
     expect(pruned.deleted).toEqual([session(1), session(2), session(3)])
-    expect(readdirSync(join(capsule, "workdir")).sort()).toEqual(["notes", session(0), session(4), session(5)].sort())
+    expect(readdirSync(join(capsule, "workdir")).sort()).toEqual(["notes", session(0), session(4), session(5), `${session(9)}.live`].sort())
     expect(readdirSync(outside)).toEqual(["precious"])
   })
 
@@ -49,10 +49,21 @@ describe("pruneSessions", () => {
     mkdirSync(join(elsewhere, session(1)))
     mkdirSync(join(elsewhere, session(2)))
     symlinkSync(elsewhere, join(capsule, "workdir"))
-    const exit = await Effect.runPromiseExit(pruneSessions(capsule, 1))
+    const exit = await Effect.runPromiseExit(pruneSessions(capsule, 1, { sessionId: session(9), pid: process.pid }))
     expect(Exit.isFailure(exit)).toBe(true)
     expect(JSON.stringify(exit)).toContain("WorkdirPathRefused")
     expect(readdirSync(elsewhere).sort()).toEqual([session(1), session(2)])
+  })
+
+  it("a session still running is never deleted, however old; a dead one's marker goes with it", async () => {
+    const capsule = temp()
+    for (const n of [1, 2, 3]) mkdirSync(join(capsule, "workdir", session(n)), { recursive: true })
+    // session 1 is this test process (alive); session 2 names a pid that cannot exist.
+    writeFileSync(join(capsule, "workdir", `${session(1)}.live`), `${process.pid}\n`)
+    writeFileSync(join(capsule, "workdir", `${session(2)}.live`), "4194304999\n")
+    const pruned = await Effect.runPromise(pruneSessions(capsule, 1, { sessionId: session(4), pid: process.pid }))
+    expect(pruned.deleted).toEqual([session(2), session(3)])
+    expect(readdirSync(join(capsule, "workdir")).sort()).toEqual([session(1), `${session(1)}.live`, `${session(4)}.live`].sort())
   })
 })
 
@@ -66,7 +77,7 @@ describe("run --keep-sessions", () => {
     const second = await runCli(["run", dir, "--task", "two", "--json", "--keep-sessions", "1"])
     expect(second.code, second.stderr).toBe(0)
     expect(existsSync(firstWorkdir)).toBe(false)
-    expect(readdirSync(join(dir, "workdir"))).toEqual([exitEvent(second).workdir.split("/").at(-1)])
+    expect(readdirSync(join(dir, "workdir")).filter((name) => !name.endsWith(".live"))).toEqual([exitEvent(second).workdir.split("/").at(-1)])
     expect(second.stderr).toContain(`deleted 1 older session workdir under ${dir}/workdir/ (--keep-sessions 1)`)
     const bad = await runCli(["run", dir, "--task", "x", "--keep-sessions", "0"])
     expect(bad.code).toBe(2)
