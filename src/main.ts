@@ -4,6 +4,7 @@ import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
 import { cli } from "./Cli.js"
 import { LoggingLive } from "./layers/Logging.js"
+import { TelemetryLive } from "./layers/Telemetry.js"
 
 // Help and errors are rendered with ANSI styles; piped into a file they are noise.
 const ANSI = /\x1b\[[0-9;]*m/g
@@ -20,6 +21,7 @@ cli(process.argv).pipe(
   Effect.catchIf(ValidationError.isValidationError, () => Effect.sync(() => void (process.exitCode = 2))),
   (effect) => Console.consoleWith((base) => Effect.withConsole(effect, consoleFor(base))),
   Effect.provide(NodeContext.layer),
+  Effect.provide(TelemetryLive()),
   Effect.provide(LoggingLive()),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

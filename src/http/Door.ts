@@ -15,8 +15,10 @@ import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/Reso
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
+import { TracingEnabled } from "../services/Tracing.js"
 import { bearerCheck } from "./DoorAuth.js"
 import { DoorConfig, type DoorSettings } from "./DoorConfig.js"
+import { tracedApp } from "./DoorTracing.js"
 import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { makeRpcRoute } from "./RpcRoute.js"
 
@@ -113,7 +115,7 @@ export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
   // The router needs nothing but the request (its services were taken when it was built; the
   // annotation keeps it so), so it is served from a context holding only the serving scope:
   // each request's context is then one entry, not a copy of the session's (docs/benchmarks.md).
-  const app = yield* makeDoorApp
+  const app = (yield* TracingEnabled) ? tracedApp(yield* makeDoorApp) : yield* makeDoorApp
   const server = yield* HttpServer.HttpServer
   const scope = yield* Effect.scope
   yield* server.serve(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => Context.make(Scope.Scope, scope)))

@@ -22,6 +22,7 @@ import { ExportPlanes } from "../agent/ExportPlanes.js"
 import { checkExportRoots, effectiveMaxTtl } from "../agent/PeerExport.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
 import { SessionLive, type SessionOptions } from "./Main.js"
+import { TelemetryLive } from "./Telemetry.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
 import { Shell } from "../sandbox/Shell.js"
@@ -122,9 +123,12 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
     const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(conversations), Layer.provideMerge(trace))
     // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
     // can receive a detached command's completion as a task.
+    // observability.otel_endpoint: this session's spans go there (else where the process sends them).
+    const otelEndpoint = manifest.observability?.otelEndpoint
     const layer = deliverCompletions(acceptance === "queue").pipe(
       Layer.provideMerge(SessionLive(capsule, session)),
-      Layer.provide(completions)
+      Layer.provide(completions),
+      Layer.provide(otelEndpoint === undefined ? Layer.empty : TelemetryLive(otelEndpoint))
     )
     return { layer, workdir: prepared.workdir, sessionWorkdir: prepared.sessionWorkdir, warnings: prepared.warnings }
   })

@@ -5,7 +5,7 @@
  * `max_active` allows; it and `cancel` share one lock, so a task is never between "started"
  * and "has a fiber" when a cancel looks at it.
  */
-import { Cause, Context, Deferred, Effect, Exit, FiberMap, Layer, Option, Queue, Schema } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, FiberMap, Layer, Option, Queue, Schema, Tracer } from "effect"
 import { Capsule, CapsuleFailure, type TaskIO } from "./Capsule.js"
 import { DelegationTracker } from "./DelegationTracker.js"
 import { DetachedRegistry } from "./DetachedRegistry.js"
@@ -84,6 +84,8 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const lock = yield* Effect.makeSemaphore(1)
     const wake = yield* Queue.sliding<void>(1)
     const inboxes = new Map<string, Inbox>()
+    /** The span of the request that submitted a task, while it waits to run (traced runs only). */
+    const parents = new Map<string, Tracer.AnySpan>()
 
     const residue = Effect.zipWith(detached.list(), delegations.list(), residueItems)
 
@@ -209,7 +211,12 @@ const makeRunner = (config: TaskRunnerConfig) =>
         Effect.onExit((exit) => finish(task.id, exit, state)),
         Effect.ensuring(wake.offer(undefined)),
         Effect.annotateLogs({ taskId: task.id, contextId: task.contextId }),
-        Effect.withSpan("TaskRunner.execute", { attributes: { taskId: task.id } })
+        Effect.ensuring(Effect.sync(() => parents.delete(task.id))),
+        Effect.withSpan("TaskRunner.execute", {
+          attributes: { taskId: task.id, contextId: task.contextId, capsule: capsule.info.name, origin: task.provenance.origin },
+          // The request that submitted it (and so the caller's traceparent) is the task's parent.
+          ...(parents.has(task.id) ? { parent: parents.get(task.id)! } : {})
+        })
       )
     }
 
@@ -228,7 +235,12 @@ const makeRunner = (config: TaskRunnerConfig) =>
     // Untraced: on the request path of message/send (a span here cost ~4% of door throughput).
     const submit = Effect.fnUntraced(function*(input: NewTask) {
       const acceptance = yield* registry.accept(input)
-      if (acceptance._tag === "Accepted") yield* wake.offer(undefined)
+      if (acceptance._tag === "Accepted") {
+        // Only a traced request has a span (the door makes none when nothing is exported).
+        const span = yield* Effect.serviceOption(Tracer.ParentSpan)
+        if (Option.isSome(span)) parents.set(acceptance.task.id, span.value)
+        yield* wake.offer(undefined)
+      }
       return acceptance
     })
 
@@ -265,6 +277,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
         if (isTerminal(task.state)) return { _tag: "AlreadyTerminal", task } as const
         if (task.state === "submitted") {
           inboxes.delete(taskId)
+          parents.delete(taskId)
           const canceled = yield* registry.update(taskId, { state: "canceled", statusMessage: canceledMessage }).pipe(Effect.orDie)
           yield* emit(canceled, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
         } else {

@@ -50,7 +50,6 @@ const SAMPLES: Readonly<Record<string, string>> = {
   "context.max_tokens": "context: { max_tokens: 1000 }",
   "context.seed_budget": "context: { seed_budget: 0.2 }",
   "context.seed_overflow_margin": "context: { seed_overflow_margin: 0.2 }",
-  "observability.otel_endpoint": "observability: { otel_endpoint: 'http://127.0.0.1:4318' }",
   "observability.eval": "observability: { eval: { dataset_id: d, scorers: [{ type: exit_ok }] } }",
   "trace.retain": "trace: { retain: { max_sessions: 3 } }",
   "lifecycle.max_task_reopens": "lifecycle: { max_task_reopens: 2 }"

@@ -149,7 +149,7 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "context.seed_overflow_margin": warned(NO_EFFECT),
   "context.retain": enforced("src/agent/Conversations.ts (max_messages, max_age trim the reloaded history)"),
   "observability": enforced("src/sandbox/manifest/SessionBlocks.ts"),
-  "observability.otel_endpoint": warned("no OpenTelemetry export is made by this runtime yet"),
+  "observability.otel_endpoint": enforced("src/layers/Telemetry.ts (spans over OTLP/HTTP)"),
   "observability.eval": warned(NO_EFFECT),
   "observability.eval.dataset_id": warned(NO_EFFECT),
   "observability.eval.scorers[]": warned(NO_EFFECT),
