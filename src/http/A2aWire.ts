@@ -70,65 +70,84 @@ export const a2aTask = (
 /** In A2A shapes a stream ends at a terminal state or when the task waits for input. */
 export const endsA2aStream = (state: TaskState, final: boolean) => final || state === "input-required"
 
-/** Per-stream encoder: remembers which turn artifacts were opened, for `append`. */
+/** A frame's A2A event (the JSON-RPC `result`); `append` is the only per-stream part. */
+const a2aEvent = (frame: Frame, append: boolean) => {
+  const { contextId, event, taskId } = frame
+  const timestamp = new Date().toISOString()
+  switch (event._tag) {
+    case "Status": {
+      const text = event.state === "completed" ? event.response : event.message
+      return {
+        kind: "status-update",
+        taskId,
+        contextId,
+        status: {
+          state: event.state,
+          timestamp,
+          ...(text === undefined || text.length === 0 ? {} : { message: statusMessage(taskId, contextId, `${frame.id}`, text) })
+        },
+        final: endsA2aStream(event.state, event.final)
+      }
+    }
+    case "Text":
+      return {
+        kind: "artifact-update",
+        taskId,
+        contextId,
+        artifact: { artifactId: `${taskId}-turn-${event.turn}`, name: "response", parts: [{ kind: "text", text: event.text }] },
+        append,
+        lastChunk: event.final
+      }
+    case "Thinking":
+      return {
+        kind: "status-update",
+        taskId,
+        contextId,
+        status: {
+          state: "working",
+          timestamp,
+          message: statusMessage(taskId, contextId, `${frame.id}`, event.text, { "murmur/kind": "thinking" })
+        },
+        final: false
+      }
+    case "Artifact":
+      return {
+        kind: "artifact-update",
+        taskId,
+        contextId,
+        artifact: { artifactId: event.artifactId, name: event.name, parts: [{ kind: "text", text: event.content }] },
+        append: false,
+        lastChunk: true
+      }
+  }
+}
+
+/**
+ * A frame's A2A event as JSON, encoded once on the frame (per `append` variant) and shared by
+ * every A2A stream that carries it; its timestamp is the time of that first encoding.
+ */
+const a2aEventJson = (frame: Frame, append: boolean): string => {
+  const wire = frame.wire ??= {}
+  return append
+    ? wire.a2aAppendResult ??= JSON.stringify(a2aEvent(frame, true))
+    : wire.a2aResult ??= JSON.stringify(a2aEvent(frame, false))
+}
+
+/** Per-stream encoder: the request's id, and which turn artifacts were opened (for `append`). */
 export const a2aEncoder = (requestId: RpcId) => {
   const opened = new Set<string>()
-  const timestamp = () => new Date().toISOString()
-  const result = (frame: Frame) => {
-    const { contextId, event, taskId } = frame
-    switch (event._tag) {
-      case "Status": {
-        const text = event.state === "completed" ? event.response : event.message
-        return {
-          kind: "status-update",
-          taskId,
-          contextId,
-          status: {
-            state: event.state,
-            timestamp: timestamp(),
-            ...(text === undefined || text.length === 0 ? {} : { message: statusMessage(taskId, contextId, `${frame.id}`, text) })
-          },
-          final: endsA2aStream(event.state, event.final)
-        }
-      }
-      case "Text": {
-        const artifactId = `${taskId}-turn-${event.turn}`
-        const append = opened.has(artifactId)
-        opened.add(artifactId)
-        return {
-          kind: "artifact-update",
-          taskId,
-          contextId,
-          artifact: { artifactId, name: "response", parts: [{ kind: "text", text: event.text }] },
-          append,
-          lastChunk: event.final
-        }
-      }
-      case "Thinking":
-        return {
-          kind: "status-update",
-          taskId,
-          contextId,
-          status: {
-            state: "working",
-            timestamp: timestamp(),
-            message: statusMessage(taskId, contextId, `${frame.id}`, event.text, { "murmur/kind": "thinking" })
-          },
-          final: false
-        }
-      case "Artifact":
-        return {
-          kind: "artifact-update",
-          taskId,
-          contextId,
-          artifact: { artifactId: event.artifactId, name: event.name, parts: [{ kind: "text", text: event.content }] },
-          append: false,
-          lastChunk: true
-        }
-    }
+  const id = JSON.stringify(requestId)
+  const appends = (frame: Frame) => {
+    const event = frame.event
+    if (event._tag !== "Text") return false
+    const artifactId = `${frame.taskId}-turn-${event.turn}`
+    if (opened.has(artifactId)) return true
+    opened.add(artifactId)
+    return false
   }
   return {
-    frame: (frame: Frame) => sseFrame({ id: frame.id, data: encodeResult(requestId, result(frame)) }),
+    // The same bytes as `sseFrame` of `encodeResult`: the data is one line of JSON.
+    frame: (frame: Frame) => `id: ${frame.id}\ndata: {"jsonrpc":"2.0","id":${id},"result":${a2aEventJson(frame, appends(frame))}}\n\n`,
     task: (task: Task) => sseFrame({ data: encodeResult(requestId, a2aTask(task)) }),
     // A2A clients parse every `data:` as a JSON-RPC response, so out-of-band notices are comments.
     gap: (firstAvailableId: number) => sseComment(`gap ${JSON.stringify({ first_available_id: firstAvailableId })}`),

@@ -49,17 +49,14 @@ const frameData = (frame: Frame): { event: string; data: unknown } => {
   }
 }
 
-// Observers share frames: encode each once, however many streams carry it.
-const encoded = new WeakMap<Frame, string>()
-
-export const referenceFrame = (frame: Frame): string => {
-  let text = encoded.get(frame)
-  if (text === undefined) {
+/** A frame's SSE bytes: encoded once, on the frame, however many streams carry it. */
+export const referenceFrame = (frame: Frame): Uint8Array => {
+  const wire = frame.wire ??= {}
+  if (wire.reference === undefined) {
     const { data, event } = frameData(frame)
-    text = sseFrame({ id: frame.id, event, data: JSON.stringify(data) })
-    encoded.set(frame, text)
+    wire.reference = Buffer.from(sseFrame({ id: frame.id, event, data: JSON.stringify(data) }))
   }
-  return text
+  return wire.reference
 }
 
 export const referenceGap = (firstAvailableId: number) =>

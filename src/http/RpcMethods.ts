@@ -24,11 +24,11 @@ import {
   referenceTask
 } from "./ReferenceWire.js"
 import type { RpcFailure } from "./RpcErrors.js"
-import { withHeartbeat } from "./Sse.js"
+import { sseOnce, sseStream } from "./Sse.js"
 
 export type MethodResult =
   | { readonly _tag: "Json"; readonly result: unknown }
-  | { readonly _tag: "Sse"; readonly body: Stream.Stream<string> }
+  | { readonly _tag: "Sse"; readonly body: Stream.Stream<Uint8Array> }
 
 export type Method = (call: CallContext) => Effect.Effect<MethodResult, RpcFailure>
 
@@ -51,32 +51,35 @@ export const makeMethods = Effect.gen(function*() {
       ? new UnsupportedOperation({ detail: "streaming is not declared: this session accepts no tasks" })
       : new MethodNotFound({ method: call.method })
 
-  const sse = (body: Stream.Stream<string>): MethodResult => ({ _tag: "Sse", body: withHeartbeat(body, config.heartbeatMs) })
+  const sse = (body: Stream.Stream<Uint8Array>): MethodResult => ({ _tag: "Sse", body })
+  /** A stream of one frame (a refusal, a snapshot), ended once written. */
+  const sseOnly = (frame: string): MethodResult => sse(sseOnce(frame))
 
   const encodeTask = (task: Task, a2a: boolean, historyLength?: number) =>
     a2a ? a2aTask(task, { historyLength }) : referenceTask(task)
 
   /** Frames of one task after a cursor, in reference shapes, up to its final status. */
   const referenceTaskStream = (taskId: string, after: number) =>
-    log.subscribe({ after, taskId }).pipe(
-      Stream.takeUntil((item) => item._tag === "Frame" && item.frame.event._tag === "Status" && item.frame.event.final),
-      Stream.filterMap((item) => Option.fromNullable(referenceItem(item, false)))
-    )
+    sseStream({
+      open: log.open({ after, taskId }),
+      encode: (item) => referenceItem(item, false),
+      ends: (item) => item._tag === "Closed" || (item._tag === "Frame" && item.frame.event._tag === "Status" && item.frame.event.final),
+      heartbeatMs: config.heartbeatMs
+    })
 
   /** The Task first, then its events after a cursor, up to a terminal or input-required state. */
   const a2aTaskStream = (call: CallContext, task: Task, after: number) => {
     const encoder = a2aEncoder(call.id)
-    const events = log.subscribe({ after, taskId: task.id }).pipe(
-      Stream.takeUntil((item) =>
-        item._tag === "Frame" && item.frame.event._tag === "Status" && endsA2aStream(item.frame.event.state, item.frame.event.final)
-      ),
-      Stream.filterMap((item) =>
-        Option.fromNullable(
-          item._tag === "Frame" ? encoder.frame(item.frame) : item._tag === "Gap" ? encoder.gap(item.firstAvailableId) : item._tag === "Lagged" ? encoder.lagged(item.missed) : undefined
-        )
-      )
-    )
-    return Stream.concat(Stream.make(encoder.task(task)), events)
+    return sseStream({
+      open: log.open({ after, taskId: task.id }),
+      first: encoder.task(task),
+      encode: (item) =>
+        item._tag === "Frame" ? encoder.frame(item.frame) : item._tag === "Gap" ? encoder.gap(item.firstAvailableId) : item._tag === "Lagged" ? encoder.lagged(item.missed) : undefined,
+      ends: (item) =>
+        item._tag === "Closed" ||
+        (item._tag === "Frame" && item.frame.event._tag === "Status" && endsA2aStream(item.frame.event.state, item.frame.event.final)),
+      heartbeatMs: config.heartbeatMs
+    })
   }
 
   /** Resolves which task a message continues, if any. */
@@ -131,7 +134,7 @@ export const makeMethods = Effect.gen(function*() {
       if (Either.isLeft(decoded)) {
         // The reference reports a bad message inside the stream; A2A clients get a plain error.
         if (call.a2a) return yield* decoded.left
-        return sse(Stream.make(referenceError(`Invalid params: ${"detail" in decoded.left ? decoded.left.detail : ""}`)))
+        return sseOnly(referenceError(`Invalid params: ${"detail" in decoded.left ? decoded.left.detail : ""}`))
       }
       const request = decoded.right
       const target = request.taskId === undefined ? Option.none<Task>() : yield* continuation(call, request)
@@ -150,7 +153,7 @@ export const makeMethods = Effect.gen(function*() {
         dialect: call.a2a ? "a2a" : "reference"
       })
       if (acceptance._tag === "Rejected") {
-        return sse(Stream.make(call.a2a ? a2aEncoder(call.id).task(acceptance.task) : referenceRejected(acceptance.task)))
+        return sseOnly(call.a2a ? a2aEncoder(call.id).task(acceptance.task) : referenceRejected(acceptance.task))
       }
       return sse(call.a2a ? a2aTaskStream(call, acceptance.task, cursor) : referenceTaskStream(acceptance.task.id, cursor))
     })
@@ -196,7 +199,7 @@ export const makeMethods = Effect.gen(function*() {
       }
       const after = call.lastEventId ?? cursor
       if (task.state === "input-required" && call.lastEventId === undefined) {
-        return sse(Stream.make(a2aEncoder(call.id).task(task)))
+        return sseOnly(a2aEncoder(call.id).task(task))
       }
       return sse(a2aTaskStream(call, task, after))
     })
@@ -205,7 +208,7 @@ export const makeMethods = Effect.gen(function*() {
     Effect.map(runner.stop(), (outcome) =>
       json({ canceled: outcome.canceled, residue: outcome.residue, session_id: identity.sessionId }))
 
-  const referenceItem = (item: LogItem, closedFrame: boolean): string | undefined => {
+  const referenceItem = (item: LogItem, closedFrame: boolean): Uint8Array | string | undefined => {
     switch (item._tag) {
       case "Frame":
         return referenceFrame(item.frame)
@@ -219,12 +222,13 @@ export const makeMethods = Effect.gen(function*() {
   }
 
   const watch: Method = (call) =>
-    Effect.succeed(sse(Stream.concat(
-      Stream.make(referenceAck(identity.capsule.conversationMode)),
-      log.subscribe({ after: call.lastEventId ?? 0 }).pipe(
-        Stream.filterMap((item) => Option.fromNullable(referenceItem(item, true)))
-      )
-    )))
+    Effect.succeed(sse(sseStream({
+      open: log.open({ after: call.lastEventId ?? 0 }),
+      first: referenceAck(identity.capsule.conversationMode),
+      encode: (item) => referenceItem(item, true),
+      ends: (item) => item._tag === "Closed",
+      heartbeatMs: config.heartbeatMs
+    })))
 
   const pushUnsupported: Method = (call) => Effect.fail(new PushNotificationNotSupported({ method: call.method }))
 

@@ -6,7 +6,7 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Either, Stream } from "effect"
+import { Cause, Effect, Either } from "effect"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { readBody } from "./Body.js"
 import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
@@ -88,7 +88,7 @@ export const makeRpcRoute = Effect.gen(function*() {
       Effect.map((outcome) =>
         outcome._tag === "Json"
           ? jsonResponse(encodeResult(id, outcome.result))
-          : HttpServerResponse.stream(outcome.body.pipe(Stream.encodeText), { contentType: "text/event-stream", headers: sseHeaders })
+          : HttpServerResponse.stream(outcome.body, { contentType: "text/event-stream", headers: sseHeaders })
       ),
       Effect.catchAllCause((cause) => {
         const failure = Cause.failureOption(cause)

@@ -3,11 +3,13 @@
  * and lands in a ring buffer of the last `capacity` frames, holding at most `capacityBytes` of
  * event text (the oldest frames go first; a cursor before them gets a `Gap`). A subscriber
  * registers and takes its replay snapshot in the same synchronous step, so replay and live
- * delivery never overlap or leave a hole. Each subscriber has a bounded queue: when a slow one
- * falls behind, the frames it cannot take are counted and it gets one `Lagged` item, in place,
- * before the next frame it receives and before `Closed`: no loss goes unannounced.
+ * delivery never overlap or leave a hole. Each subscriber has a bounded list of waiting items
+ * (a plain array, no `Queue` or fiber per subscriber: publishing is a push per subscriber, and a
+ * reader takes everything waiting in one step): when a slow one falls behind, the frames it
+ * cannot take are counted and it gets one `Lagged` item, in place, before the next frame it
+ * receives and before `Closed`: no loss goes unannounced.
  */
-import { Context, Effect, Layer, Queue, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, type Scope, Stream } from "effect"
 import type { Frame, TaskEvent } from "./TaskEvent.js"
 
 export type LogItem =
@@ -56,6 +58,21 @@ export const frameBytes = (frame: Frame): number => {
   return text + frameOverhead
 }
 
+/**
+ * A subscription read without a `Stream`: the door's SSE writers take whatever is waiting in one
+ * step per wake-up (one write per burst of frames, not per frame). The lag accounting is the
+ * same as `subscribe`'s (which is built on it).
+ */
+export interface Subscription {
+  /** Everything waiting, oldest first (empty when nothing is); the reader then owns the items. */
+  readonly take: () => Array<LogItem>
+  /**
+   * Calls `wake` once, as soon as something is waiting (at once if something already is).
+   * Returns a function that cancels the wait.
+   */
+  readonly await: (wake: () => void) => () => void
+}
+
 export class EventLog extends Context.Tag("capsule-runtime/services/EventLog")<EventLog, {
   /** Appends a frame for a task and fans it out; returns it with its id. */
   readonly publish: (taskId: string, contextId: string, event: TaskEvent) => Effect.Effect<Frame>
@@ -63,6 +80,8 @@ export class EventLog extends Context.Tag("capsule-runtime/services/EventLog")<E
   readonly lastId: () => Effect.Effect<number>
   /** Replay after the cursor (with a `Gap` first when frames were evicted), then live items. */
   readonly subscribe: (options: SubscribeOptions) => Stream.Stream<LogItem>
+  /** `subscribe` as a pull-based `Subscription`, registered until the scope closes. */
+  readonly open: (options: SubscribeOptions) => Effect.Effect<Subscription, never, Scope.Scope>
   /** Ends every subscription with `Closed` (session end); later subscribers get it at once. */
   readonly close: () => Effect.Effect<void>
   readonly subscriberCount: () => Effect.Effect<number>
@@ -72,9 +91,15 @@ export class EventLog extends Context.Tag("capsule-runtime/services/EventLog")<E
 }
 
 interface Subscriber {
-  readonly queue: Queue.Queue<LogItem>
   readonly taskId: string | undefined
-  readonly limit: number
+  /** Items waiting for the reader. Only frames are refused at the limit: notices always fit. */
+  waiting: Array<LogItem>
+  /**
+   * 1 when the first waiting item was offered to a reader already waiting for it (it is the
+   * reader's, as a `Queue` hands an item to a waiting taker), so it does not count to the limit.
+   */
+  handed: number
+  wake: (() => void) | undefined
   missed: number
 }
 
@@ -109,22 +134,32 @@ export const makeEventLog = (config: EventLogConfig) => {
     return out
   }
 
+  /** Adds an item for the reader and wakes it if it waits. */
+  const offer = (subscriber: Subscriber, item: LogItem) => {
+    subscriber.waiting.push(item)
+    const wake = subscriber.wake
+    if (wake === undefined) return
+    subscriber.wake = undefined
+    subscriber.handed = 1
+    wake()
+  }
+
   const deliver = (subscriber: Subscriber, frame: Frame) => {
     if (subscriber.taskId !== undefined && subscriber.taskId !== frame.taskId) return
-    const waiting = subscriber.queue.unsafeSize()
-    if (waiting._tag === "Some" && waiting.value >= subscriber.limit) {
+    if (subscriber.waiting.length - subscriber.handed >= config.subscriberBuffer) {
       subscriber.missed++
       return
     }
     announceLoss(subscriber)
-    subscriber.queue.unsafeOffer({ _tag: "Frame", frame })
+    offer(subscriber, { _tag: "Frame", frame })
   }
 
   /** Queues the `Lagged` notice for frames the subscriber missed since its last item, if any. */
   const announceLoss = (subscriber: Subscriber) => {
     if (subscriber.missed === 0) return
-    subscriber.queue.unsafeOffer({ _tag: "Lagged", missed: subscriber.missed })
+    const missed = subscriber.missed
     subscriber.missed = 0
+    offer(subscriber, { _tag: "Lagged", missed })
   }
 
   const evictOldest = () => {
@@ -155,31 +190,58 @@ export const makeEventLog = (config: EventLogConfig) => {
 
   const lastId = () => Effect.sync(() => nextId - 1)
 
-  const subscribe = (options: SubscribeOptions): Stream.Stream<LogItem> =>
-    Stream.unwrapScoped(Effect.gen(function*() {
-      // Room for the limit, a `Lagged` notice and its frame (delivery stops offering at the
-      // limit), then a last `Lagged` and `Closed` at close: no notice is ever dropped.
-      const queue = yield* Queue.dropping<LogItem>(config.subscriberBuffer + 3)
-      const subscriber: Subscriber = { queue, taskId: options.taskId, limit: config.subscriberBuffer, missed: 0 }
-      const initial = yield* Effect.acquireRelease(
+  const open = (options: SubscribeOptions): Effect.Effect<Subscription, never, Scope.Scope> =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        // Registration and the replay snapshot are one synchronous step: no overlap, no hole.
+        const plan = replayPlan(buffered(), nextId, options.after)
+        const subscriber: Subscriber = { taskId: options.taskId, waiting: [], handed: 0, wake: undefined, missed: 0 }
+        if (plan.gap !== undefined) subscriber.waiting.push({ _tag: "Gap", firstAvailableId: plan.gap })
+        for (const frame of plan.frames) {
+          if (options.taskId === undefined || frame.taskId === options.taskId) subscriber.waiting.push({ _tag: "Frame", frame })
+        }
+        if (closed) subscriber.waiting.push({ _tag: "Closed" })
+        else subscribers.add(subscriber)
+        return subscriber
+      }),
+      (subscriber) =>
         Effect.sync(() => {
-          const plan = replayPlan(buffered(), nextId, options.after)
-          const items: Array<LogItem> = []
-          if (plan.gap !== undefined) items.push({ _tag: "Gap", firstAvailableId: plan.gap })
-          for (const frame of plan.frames) {
-            if (options.taskId === undefined || frame.taskId === options.taskId) items.push({ _tag: "Frame", frame })
-          }
-          if (closed) items.push({ _tag: "Closed" })
-          else subscribers.add(subscriber)
-          return items
-        }),
-        () => Effect.sync(() => subscribers.delete(subscriber)).pipe(Effect.zipRight(Queue.shutdown(queue)))
-      )
-      const live = closed ? Stream.empty : Stream.fromQueue(queue)
-      return Stream.concat(Stream.fromIterable(initial), live).pipe(
-        Stream.takeUntil((item) => item._tag === "Closed")
-      )
-    }))
+          subscribers.delete(subscriber)
+          subscriber.wake = undefined
+        })
+    ).pipe(Effect.map((subscriber): Subscription => ({
+      take: () => {
+        const items = subscriber.waiting
+        if (items.length > 0) subscriber.waiting = []
+        subscriber.handed = 0
+        return items
+      },
+      await: (wake) => {
+        if (subscriber.waiting.length > 0) {
+          wake()
+          return () => {}
+        }
+        subscriber.wake = wake
+        return () => {
+          if (subscriber.wake === wake) subscriber.wake = undefined
+        }
+      }
+    })))
+
+  /** One subscription's waiting items per pull, waiting when there are none. */
+  const pullOf = (subscription: Subscription): Effect.Effect<Chunk.Chunk<LogItem>> =>
+    Effect.suspend(() => {
+      const items = subscription.take()
+      if (items.length > 0) return Effect.succeed(Chunk.unsafeFromArray(items))
+      return Effect.async<Chunk.Chunk<LogItem>>((resume) => {
+        const cancel = subscription.await(() => resume(Effect.sync(() => Chunk.unsafeFromArray(subscription.take()))))
+        return Effect.sync(cancel)
+      })
+    })
+
+  const subscribe = (options: SubscribeOptions): Stream.Stream<LogItem> =>
+    Stream.unwrapScoped(Effect.map(open(options), (subscription) =>
+      Stream.repeatEffectChunk(pullOf(subscription)).pipe(Stream.takeUntil((item) => item._tag === "Closed"))))
 
   const close = () =>
     Effect.sync(() => {
@@ -187,12 +249,12 @@ export const makeEventLog = (config: EventLogConfig) => {
       closed = true
       for (const subscriber of subscribers) {
         announceLoss(subscriber)
-        subscriber.queue.unsafeOffer({ _tag: "Closed" })
+        offer(subscriber, { _tag: "Closed" })
       }
       subscribers.clear()
     })
 
   const subscriberCount = () => Effect.sync(() => subscribers.size)
 
-  return EventLog.of({ publish, lastId, subscribe, close, subscriberCount })
+  return EventLog.of({ publish, lastId, subscribe, open, close, subscriberCount })
 }

@@ -22,6 +22,20 @@ export interface Frame {
   readonly taskId: string
   readonly contextId: string
   readonly event: TaskEvent
+  /**
+   * The frame's wire encodings, filled lazily by the door the first time a stream of that dialect
+   * carries the frame, then shared by every stream that carries it (one encoding per dialect,
+   * however many readers). Nothing is encoded for a dialect no reader speaks.
+   */
+  wire?: FrameWire
+}
+
+export interface FrameWire {
+  /** The reference SSE frame (`id:`, `event:`, `data:`), as bytes. */
+  reference?: Uint8Array
+  /** The A2A event's `result` JSON, without and with `append` (only text chunks differ). */
+  a2aResult?: string
+  a2aAppendResult?: string
 }
 
 export const isFinal = (event: TaskEvent): boolean => event._tag === "Status" && event.final
