@@ -41,7 +41,7 @@ const program = Effect.gen(function*() {
   process.stdout.write(`${JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId })}\n`)
   return yield* Effect.never
 }).pipe(Effect.provide(SessionLive(StampCapsule, {
-  door: { port, acceptance: "queue" },
+  door: { port, acceptance: "queue", maxWatchers: 100_000 },
   registry: { queueDepth: 1000, maxActive: 1000 }
 })))
 

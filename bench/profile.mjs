@@ -2,6 +2,8 @@
 // autocannon, stops it and summarises the .cpuprofile by self time: per bucket (node internals,
 // effect runtime, @effect/platform, project code, GC, idle) and the top functions.
 // usage: node bench/profile.mjs [mix|get] [door|raw|variant:<name>] [seconds]   (after `npm run build`)
+//        node bench/profile.mjs summary <file.cpuprofile>   (summarise a profile taken elsewhere, e.g. the
+//        fan-out server's: BENCH_PARTS=fanout BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=<dir>" node bench/door.mjs)
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs"
@@ -13,43 +15,49 @@ import { fileURLToPath } from "node:url"
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const [kind = "mix", target = "door", secondsArg = "8"] = process.argv.slice(2)
 const seconds = Number(secondsArg)
+let profileFile
+if (kind === "summary") profileFile = target
+else profileFile = await runLoad()
+
+async function runLoad() {
 const dir = mkdtempSync(join(tmpdir(), "door-prof-"))
-// target: raw | door | variant:<name> (bench/door-variants.mjs)
-const args = target === "raw"
-  ? ["bench/raw-server.mjs"]
-  : target.startsWith("variant:")
-  ? ["bench/door-variants.mjs", target.slice(8)]
-  : ["dist/main.js", "serve", "--json", "--max-active", "100000", "--queue-depth", "100000"]
-const child = spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${dir}`, ...(process.env.PROF_NODE_FLAGS ?? "").split(" ").filter(Boolean), ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"] })
-const info = await new Promise((resolve) => {
-  let out = ""
-  child.stdout.on("data", (c) => {
-    out += c
-    const line = out.split("\n").find((l) => l.includes("listening"))
-    if (line) resolve(JSON.parse(line))
+  // target: raw | door | variant:<name> (bench/door-variants.mjs)
+  const args = target === "raw"
+    ? ["bench/raw-server.mjs"]
+    : target.startsWith("variant:")
+    ? ["bench/door-variants.mjs", target.slice(8)]
+    : ["dist/main.js", "serve", "--json", "--max-active", "100000", "--queue-depth", "100000"]
+  const child = spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=${dir}`, ...(process.env.PROF_NODE_FLAGS ?? "").split(" ").filter(Boolean), ...args], { cwd: root, stdio: ["ignore", "pipe", "inherit"] })
+  const info = await new Promise((resolve) => {
+    let out = ""
+    child.stdout.on("data", (c) => {
+      out += c
+      const line = out.split("\n").find((l) => l.includes("listening"))
+      if (line) resolve(JSON.parse(line))
+    })
   })
-})
-const post = (body) => new Promise((resolve, reject) => {
-  const req = http.request(info.url, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
-    let t = ""
-    res.on("data", (c) => (t += c)).on("end", () => resolve(JSON.parse(t)))
+  const post = (body) => new Promise((resolve, reject) => {
+    const req = http.request(info.url, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
+      let t = ""
+      res.on("data", (c) => (t += c)).on("end", () => resolve(JSON.parse(t)))
+    })
+    req.on("error", reject)
+    req.end(body)
   })
-  req.on("error", reject)
-  req.end(body)
-})
-const send = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/complete hi" }] } } })
-const known = info.known_task ?? (await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/forever" }] } } }))).result.id
-const get = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: known } })
-const headers = { "content-type": "application/json" }
-const requests = kind === "get" ? [{ method: "POST", path: "/", headers, body: get }] : [{ method: "POST", path: "/", headers, body: send }, { method: "POST", path: "/", headers, body: get }]
-const result = await autocannon({ url: info.url, connections: 10, duration: seconds, requests })
-console.log(`${target} ${kind}: ${Math.round(result.requests.total / seconds)} req/s, non2xx ${result.non2xx}, errors ${result.errors}`)
-await new Promise((resolve) => {
-  child.on("exit", resolve)
-  child.kill("SIGINT")
-})
-const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"))
-const profile = JSON.parse(readFileSync(join(dir, file), "utf8"))
+  const send = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/complete hi" }] } } })
+  const known = info.known_task ?? (await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/forever" }] } } }))).result.id
+  const get = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: known } })
+  const headers = { "content-type": "application/json" }
+  const requests = kind === "get" ? [{ method: "POST", path: "/", headers, body: get }] : [{ method: "POST", path: "/", headers, body: send }, { method: "POST", path: "/", headers, body: get }]
+  const result = await autocannon({ url: info.url, connections: 10, duration: seconds, requests })
+  console.log(`${target} ${kind}: ${Math.round(result.requests.total / seconds)} req/s, non2xx ${result.non2xx}, errors ${result.errors}`)
+  await new Promise((resolve) => {
+    child.on("exit", resolve)
+    child.kill("SIGINT")
+  })
+  return join(dir, readdirSync(dir).find((f) => f.endsWith(".cpuprofile")))
+}
+const profile = JSON.parse(readFileSync(profileFile, "utf8"))
 const byId = new Map(profile.nodes.map((n) => [n.id, n]))
 const self = new Map()
 const dt = profile.timeDeltas
@@ -79,7 +87,7 @@ for (const [id, us] of self) {
   total += us
 }
 const busy = total - (buckets.get("idle") ?? 0)
-console.log(`profile ${join(dir, file)}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy`)
+console.log(`profile ${profileFile}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy`)
 for (const [b, us] of [...buckets].sort((a, b) => b[1] - a[1])) console.log(`  ${b.padEnd(32)} ${((100 * us) / busy).toFixed(1)}%${b === "idle" ? " (of busy)" : ""}`)
 console.log("top self-time functions (% of busy):")
 for (const [f, us] of [...funcs].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROF_TOP ?? 30))) console.log(`  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${f}`)
