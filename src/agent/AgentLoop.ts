@@ -226,7 +226,9 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         })
         const body = JSON.stringify(request)
         phase.name = "inference"
-        const driving = yield* Effect.fork(Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost)))
+        const driving = yield* Effect.fork(Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost).pipe(
+          Effect.withSpan("AgentLoop.driver", { attributes: { taskId: input.taskId, turn: turn + 1, driver: prepared.driver.name } })
+        )))
         // Counted while the driver's worker runs: the whole payload, as if nothing were threaded.
         const inputTokens = countTokens(send.continuationId === undefined ? body : JSON.stringify({ ...request, messages }))
         const ran = yield* Fiber.join(driving)
@@ -277,7 +279,10 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         const turnMessages = [assistantMessage(response.content)]
         append(transcript, turnMessages[0]!)
         for (const call of calls.right) {
-          const { result, text } = yield* dispatch(call, turn, inferenceNode)
+          const { result, text } = yield* dispatch(call, turn, inferenceNode).pipe(
+            Effect.tap(({ result }) => Effect.annotateCurrentSpan("outcome", result.status)),
+            Effect.withSpan("AgentLoop.tool", { attributes: { taskId: input.taskId, turn: turn + 1, tool: call.name } })
+          )
           yield* io.artifact(call.name, resultText(result))
           const tool = toolMessage(call.id, result.status !== "passed", text)
           turnMessages.push(tool)

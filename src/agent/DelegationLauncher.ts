@@ -19,6 +19,7 @@ import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DoorAddress } from "../services/DoorAddress.js"
 import { mintId } from "../services/Ids.js"
+import { outgoingTraceHeaders } from "../services/Tracing.js"
 import type { Trust } from "../services/Task.js"
 import { Trace } from "./Trace.js"
 import { type CompletionTarget, deliverOutcome, type DelegationOutcome, readCompletionFile } from "./DelegationOutcome.js"
@@ -186,6 +187,7 @@ const make = (options: LauncherOptions) =>
     /** One child's whole life: launch, wait for its door, then for its end or its deadline. */
     const child = (request: DelegationRequest, launch: Launch, ready: Deferred.Deferred<StartedDelegation, DelegationError>) =>
       Effect.gen(function*() {
+        const traceHeaders = yield* outgoingTraceHeaders
         const began = Date.now()
         const [program, ...leading] = options.runtime
         const command = Command.make(
@@ -204,7 +206,9 @@ const make = (options: LauncherOptions) =>
           "0"
         ).pipe(Command.env({
           [SPAWNER_ENV]: encodeSpawnerHandle({ sessionId: options.sessionId, contextId: request.contextId, delegationId: launch.delegationId, completion: { url: launch.target.url, trust: request.trust } }),
-          ...(launch.target.token === undefined ? {} : { [SPAWNER_TOKEN_ENV]: launch.target.token })
+          ...(launch.target.token === undefined ? {} : { [SPAWNER_TOKEN_ENV]: launch.target.token }),
+          // W3C trace context: the child's task continues this trace (src/cli/AgentRun.ts).
+          ...(traceHeaders.traceparent === undefined ? {} : { TRACEPARENT: traceHeaders.traceparent })
         }))
         const failLaunch = (message: string) => Deferred.fail(ready, new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${message}` }))
         const proc = yield* Command.start(command).pipe(Effect.tapError((error) => failLaunch(error.message)))

@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { mintId } from "../services/Ids.js"
+import { outgoingTraceHeaders } from "../services/Tracing.js"
 import type { Trust } from "../services/Task.js"
 import { loopbackDoor } from "./SpawnerHandle.js"
 
@@ -84,7 +85,7 @@ export type Delivery =
 
 const ATTEMPT_TIMEOUT_MS = 5000
 
-const attempt = async (target: CompletionTarget, text: string): Promise<Delivery> => {
+const attempt = async (target: CompletionTarget, text: string, traceHeaders: Readonly<Record<string, string>>): Promise<Delivery> => {
   const door = loopbackDoor(target.url)
   if (door === undefined) return { delivered: false, error: `the completion url ${target.url} is not an http address on loopback` }
   const body = {
@@ -100,6 +101,7 @@ const attempt = async (target: CompletionTarget, text: string): Promise<Delivery
       redirect: "manual",
       signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
       headers: {
+        ...traceHeaders,
         "content-type": "application/json",
         "x-murmur-task-origin": "completion",
         "x-murmur-task-trust": target.trust,
@@ -121,12 +123,12 @@ const attempt = async (target: CompletionTarget, text: string): Promise<Delivery
 
 /** Posts the completion; a non-delivery is retried once (spec §8.1), and the last one is returned. */
 export const postCompletion = (target: CompletionTarget, text: string): Effect.Effect<Delivery> =>
-  Effect.promise(async () => {
-    const first = await attempt(target, text)
+  Effect.flatMap(outgoingTraceHeaders, (traceHeaders) => Effect.promise(async () => {
+    const first = await attempt(target, text, traceHeaders)
     if (first.delivered) return first
     await new Promise((resolve) => setTimeout(resolve, 250))
-    return attempt(target, text)
-  })
+    return attempt(target, text, traceHeaders)
+  }))
 
 /** Delivers an outcome and records it, delivery included. */
 export const deliverOutcome = (target: CompletionTarget | undefined, directory: string, outcome: DelegationOutcome) =>

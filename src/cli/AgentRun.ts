@@ -12,6 +12,7 @@
  */
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
+import { Headers, HttpTraceContext } from "@effect/platform"
 import { Console, Duration, Effect, Either, Layer, Option } from "effect"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveLifecycle, receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
@@ -180,7 +181,11 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       ))
     })
 
+    // A delegated child continues its parent's trace (TRACEPARENT, set by the launcher).
+    const parentTrace = HttpTraceContext.fromHeaders(Headers.fromInput({ traceparent: options.hostEnv["TRACEPARENT"] ?? "" }))
+    const continueTrace = <A, E, R>(effect: Effect.Effect<A, E, R>) => Option.isSome(parentTrace) ? Effect.withParentSpan(effect, parentTrace.value) : effect
     const outcome: Outcome = yield* session.pipe(
+      continueTrace,
       Effect.provide(Layer.fresh(agent.layer)),
       Effect.catchTags({
         ServeError: (error) =>
@@ -206,7 +211,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         workdir,
         sessionWorkdir: agent.sessionWorkdir,
         startedAtMs
-      }, outcome.task, existsSync(resultPath) ? resultPath : undefined, options.spawnerToken)
+      }, outcome.task, existsSync(resultPath) ? resultPath : undefined, options.spawnerToken).pipe(continueTrace)
     }
     if (outcome.task.state !== "completed") return yield* exitWith(1)
   })

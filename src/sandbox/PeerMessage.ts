@@ -8,6 +8,7 @@
 import { Effect, Either } from "effect"
 import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
+import { outgoingTraceHeaders } from "../services/Tracing.js"
 import type { HostCall } from "./GuestJob.js"
 import { checkPeerUrl, type NetworkRule } from "./NetworkPolicy.js"
 
@@ -44,11 +45,12 @@ export const sendPeerMessage = (rules: ReadonlyArray<NetworkRule>, trust: Trust,
         }
       }
     })
+    const traceHeaders = yield* outgoingTraceHeaders
     const answer = yield* Effect.tryPromise({
       try: async (signal) => {
         const response = await fetch(endpoint(call.peerUrl), {
           method: "POST",
-          headers: { "content-type": "application/json", "x-murmur-task-origin": "peer", "x-murmur-task-trust": trust },
+          headers: { ...traceHeaders, "content-type": "application/json", "x-murmur-task-origin": "peer", "x-murmur-task-trust": trust },
           body,
           redirect: "manual",
           signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])

@@ -137,7 +137,19 @@ const makeRunner = (config: TaskRunnerConfig) =>
         yield* emit(failed, { _tag: "Status", state: "failed", message, final: true })
       }).pipe(Effect.catchAll((error) => Effect.logError("task could not be finished", error)))
 
+    /** One logfmt line per finished task: its id (annotated), origin, final state and duration. */
+    const logFinished = (taskId: string, startedAt: number) =>
+      registry.get(taskId).pipe(
+        Effect.flatMap((done) =>
+          Effect.logInfo("task finished").pipe(
+            Effect.annotateLogs({ origin: done.provenance.origin, state: done.state, duration_ms: Date.now() - startedAt })
+          )
+        ),
+        Effect.ignore
+      )
+
     const execute = (task: Task) => {
+      const startedAt = Date.now()
       const inbox: Inbox = { queued: [], waiting: undefined }
       inboxes.set(task.id, inbox)
       const state: TurnState = { turn: 1, text: "", streamedLast: "", closedLast: false }
@@ -209,6 +221,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
       return capsule.run(input, io).pipe(
         Effect.tap(() => flushTurn),
         Effect.onExit((exit) => finish(task.id, exit, state)),
+        Effect.ensuring(logFinished(task.id, startedAt)),
         Effect.ensuring(wake.offer(undefined)),
         Effect.annotateLogs({ taskId: task.id, contextId: task.contextId }),
         Effect.ensuring(Effect.sync(() => parents.delete(task.id))),

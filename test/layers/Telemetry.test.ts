@@ -47,6 +47,15 @@ const receiver = async () => {
 
 const attribute = (span: Span, key: string) => span.attributes.find((entry) => entry.key === key)?.value.stringValue
 
+const runJson = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  new Promise<{ code: number | null; lines: Array<Record<string, unknown>> }>((done) => {
+    const child = spawn(process.execPath, [join(ROOT, "dist", "main.js"), ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const lines: Array<Record<string, unknown>> = []
+    createInterface({ input: child.stdout! }).on("line", (line) => line.startsWith("{") && lines.push(JSON.parse(line)))
+    child.stderr!.resume()
+    child.once("exit", (code) => done({ code, lines }))
+  })
+
 describe("TelemetryLive", () => {
   it.effect("is nothing without an endpoint: no exporter, tracing off", () =>
     Effect.gen(function*() {
@@ -114,8 +123,37 @@ describe("TelemetryLive", () => {
       const shell = inTrace.find((span) => span.name === "Shell.run")
       assert.isDefined(shell)
       assert.include(ancestors(shell!), "TaskRunner.execute")
+      assert.strictEqual(inTrace.filter((span) => span.name === "AgentLoop.driver").length, 2)
+      const greet = inTrace.find((span) => span.name === "AgentLoop.tool" && attribute(span, "tool") === "greet")
+      assert.isDefined(greet)
+      assert.strictEqual(attribute(greet!, "outcome"), "passed")
+      assert.include(ancestors(greet!), "TaskRunner.execute")
+      assert.include(guestRuns.flatMap((run) => ancestors(run)), "AgentLoop.tool")
     } finally {
       child.kill("SIGKILL")
+      await otlp.close()
+      rmSync(workdir, { recursive: true, force: true })
+    }
+  }, 30_000)
+
+  it("a delegated child's task continues its parent's trace (TRACEPARENT), and the completion carries it back", async () => {
+    const otlp = await receiver()
+    const workdir = mkdtempSync(join(tmpdir(), "otel-"))
+    try {
+      const run = await runJson(["run", join(ROOT, "examples", "delegation"), "--task", "Ada", "--json", "--workdir", workdir], { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url })
+      assert.strictEqual(run.code, 0)
+      const executes = otlp.spans.filter((span) => span.name === "TaskRunner.execute")
+      const capsules = new Map<string, Set<string>>()
+      for (const span of executes) capsules.set(attribute(span, "capsule")!, (capsules.get(attribute(span, "capsule")!) ?? new Set()).add(span.traceId))
+      // The parent's first task, the child's task, and the completion task back in the parent.
+      const parentTraces = capsules.get("delegation")!
+      const childTraces = capsules.get("hello")!
+      assert.isDefined(childTraces)
+      const [childTrace] = [...childTraces]
+      assert.isTrue(parentTraces.has(childTrace!), "the child's task is in a trace of the parent's")
+      const completion = executes.find((span) => attribute(span, "capsule") === "delegation" && attribute(span, "origin") === "completion")
+      assert.strictEqual(completion?.traceId, childTrace)
+    } finally {
       await otlp.close()
       rmSync(workdir, { recursive: true, force: true })
     }
