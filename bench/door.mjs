@@ -1,11 +1,14 @@
-// `npm run bench:door`: the door (dist/, built first by the npm script) against a raw node:http
-// server doing the same parse-and-answer work, SSE fan-out, cancel latency, and a resource-plane
+// `npm run bench:door`: the door (dist/, built first by the npm script) against the official A2A
+// SDK server on express (bench/sdk-server.mjs) and a raw node:http server doing the same
+// parse-and-answer work, SSE fan-out (against a raw node:http fan-out), cancel latency, and a resource-plane
 // read of a 1 MiB file against a plain node:http static answer of the same file.
 // Prints a summary table and writes bench/results/door-<date>.json. Method: docs/benchmarks.md.
 //
-// Knobs (environment): BENCH_PARTS=throughput,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=2  BENCH_SECONDS=2.5
+// Throughput workloads: mix (message/send and tasks/get alternating), send (message/send alone,
+// non-blocking `/complete`), get (tasks/get of a known task); BENCH_PAIRS rounds for mix and send.
+// Knobs (environment): BENCH_PARTS=throughput,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=3  BENCH_SECONDS=2.5
 // BENCH_WARMUP=2  BENCH_CONNECTIONS=10  FANOUT_OBSERVERS=500  FANOUT_TASKS=10  FANOUT_CHUNKS=997
-// FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
+// FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  FANOUT_PAIRS=3  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -21,7 +24,7 @@ const num = (name, fallback) => Number(env(name, fallback))
 
 const PARTS = new Set(env("BENCH_PARTS", "throughput,fanout,cancel,resource").split(","))
 const PAIRS = num("BENCH_PAIRS", 3)
-const GET_PAIRS = num("BENCH_GET_PAIRS", 2)
+const GET_PAIRS = num("BENCH_GET_PAIRS", 3)
 const SECONDS = num("BENCH_SECONDS", 2.5)
 const WARMUP = num("BENCH_WARMUP", 2)
 const CONNECTIONS = num("BENCH_CONNECTIONS", 10)
@@ -31,6 +34,7 @@ const FANOUT_CHUNKS = num("FANOUT_CHUNKS", 997)
 const FANOUT_EVERY_MS = num("FANOUT_EVERY_MS", 250)
 const FANOUT_BATCH = num("FANOUT_BATCH", 25)
 const FANOUT_TIMEOUT_S = num("FANOUT_TIMEOUT_S", 150)
+const FANOUT_PAIRS = num("FANOUT_PAIRS", 3)
 const CANCEL_N = num("CANCEL_N", 200)
 const NODE_FLAGS = env("BENCH_NODE_FLAGS", "").split(/\s+/).filter(Boolean)
 
@@ -83,6 +87,7 @@ const startServer = (name, args) =>
 const startDoor = (extra = []) =>
   startServer("door", ["dist/main.js", "serve", "--json", "--max-active", "100000", "--queue-depth", "100000", ...extra])
 const startRaw = () => startServer("raw", ["bench/raw-server.mjs"])
+const startSdk = () => startServer("sdk", ["bench/sdk-server.mjs"])
 
 // ---------------------------------------------------------------------------------------------
 // Small HTTP client (keep-alive) for JSON-RPC calls
@@ -145,7 +150,19 @@ const workloads = (knownId) => {
   const headers = { "content-type": "application/json" }
   const send = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: message("/complete hi") }) }
   const get = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: knownId } }) }
-  return { mix: [send, get], get: [get] }
+  return { mix: [send, get], send: [send], get: [get] }
+}
+
+/** The same two workloads in the A2A SDK's shapes (`kind` on messages and parts), `message/send` non-blocking. */
+const sdkWorkloads = (knownId) => {
+  const headers = { "content-type": "application/json" }
+  const params = {
+    message: { kind: "message", messageId: "bench-0", role: "user", parts: [{ kind: "text", text: "/complete hi" }] },
+    configuration: { blocking: false }
+  }
+  const send = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params }) }
+  const get = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: knownId } }) }
+  return { mix: [send, get], send: [send], get: [get] }
 }
 
 /** Warm-up run that also checks every answer is a real success (accepted task / found task). */
@@ -203,41 +220,52 @@ const median = (xs) => {
 const throughput = async () => {
   const door = await startDoor()
   const raw = await startRaw()
+  const sdk = await startSdk()
   try {
     // The door's known task: a running "/forever" task (running tasks are never evicted).
     const seeded = await rpc(door.url, "message/send", message("/forever", -1))
     const doorLoads = workloads(seeded.result.id)
     const rawLoads = workloads(raw.known_task)
+    const sdkLoads = sdkWorkloads(sdk.known_task)
     const out = {}
-    for (const kind of ["mix", "get"]) {
+    for (const kind of ["mix", "send", "get"]) {
       await warmUp(raw, rawLoads[kind])
+      await warmUp(sdk, sdkLoads[kind])
       await warmUp(door, doorLoads[kind])
       const pairs = []
-      for (let i = 0; i < (kind === "mix" ? PAIRS : GET_PAIRS); i++) {
+      for (let i = 0; i < (kind === "get" ? GET_PAIRS : PAIRS); i++) {
         const r = await measure(raw, rawLoads[kind])
+        const k = await measure(sdk, sdkLoads[kind])
         const d = await measure(door, doorLoads[kind])
-        pairs.push({ raw: r, door: d, ratio: d.rps / r.rps })
-        log(`throughput ${kind} pair ${i + 1}: raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req), ratio ${round(d.rps / r.rps)}`)
+        pairs.push({ raw: r, sdk: k, door: d, ratio: d.rps / r.rps, sdkRatio: d.rps / k.rps })
+        log(`throughput ${kind} round ${i + 1}: raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), sdk ${Math.round(k.rps)} req/s (${round(k.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req); door/sdk ${round(d.rps / k.rps)}, door/raw ${round(d.rps / r.rps)}`)
       }
       const mean = (f) => pairs.reduce((s, p) => s + f(p), 0) / pairs.length
       out[kind] = {
         rawRps: mean((p) => p.raw.rps),
+        sdkRps: mean((p) => p.sdk.rps),
         doorRps: mean((p) => p.door.rps),
         ratio: mean((p) => p.door.rps) / mean((p) => p.raw.rps),
+        sdkRatio: mean((p) => p.door.rps) / mean((p) => p.sdk.rps),
         medianPairRatio: median(pairs.map((p) => p.ratio)),
         ratios: pairs.map((p) => p.ratio),
+        sdkRatios: pairs.map((p) => p.sdkRatio),
         rawCpuUsPerReq: mean((p) => p.raw.serverCpuUsPerReq),
+        sdkCpuUsPerReq: mean((p) => p.sdk.serverCpuUsPerReq),
         doorCpuUsPerReq: mean((p) => p.door.serverCpuUsPerReq),
         cpuRatio: mean((p) => p.raw.serverCpuUsPerReq) / mean((p) => p.door.serverCpuUsPerReq),
+        sdkCpuRatio: mean((p) => p.sdk.serverCpuUsPerReq) / mean((p) => p.door.serverCpuUsPerReq),
         doorP99ms: mean((p) => p.door.p99ms),
+        sdkP99ms: mean((p) => p.sdk.p99ms),
         rawP99ms: mean((p) => p.raw.p99ms),
         pairs
       }
     }
-    return { mix: out.mix, getOnly: out.get }
+    return { mix: out.mix, sendOnly: out.send, getOnly: out.get }
   } finally {
     await door.stop()
     await raw.stop()
+    await sdk.stop()
   }
 }
 
@@ -316,8 +344,48 @@ const makeObserver = (url, index, total, latencies, onDone) => {
   return state
 }
 
+/**
+ * FANOUT_PAIRS × (raw, door): each run a fresh server (ids from 1), OBSERVERS observers, the same
+ * emission. The figure compared is server CPU per delivery (CPU time / frames delivered), which
+ * the pacing does not change; latency and emission rate are reported next to it.
+ */
 const fanout = async () => {
-  const server = await startServer("fanout-door", ["bench/fanout-server.mjs"])
+  const runs = []
+  for (let i = 0; i < FANOUT_PAIRS; i++) {
+    const raw = await fanoutRun("fanout-raw", ["bench/fanout-raw-server.mjs"])
+    const door = await fanoutRun("fanout-door", ["bench/fanout-server.mjs"])
+    runs.push({ raw, door, cpuRatio: door.cpuUsPerDelivery / raw.cpuUsPerDelivery })
+    log(`fan-out pair ${i + 1}: raw ${round(raw.cpuUsPerDelivery)} µs CPU/delivery (p50 ${round(raw.latencyMs.p50)} ms, p99 ${round(raw.latencyMs.p99)} ms, ${Math.round(raw.emitRate)} frames/s), door ${round(door.cpuUsPerDelivery)} µs CPU/delivery (p50 ${round(door.latencyMs.p50)} ms, p99 ${round(door.latencyMs.p99)} ms, ${Math.round(door.emitRate)} frames/s); CPU ratio door/raw ${round(door.cpuUsPerDelivery / raw.cpuUsPerDelivery)}`)
+  }
+  const mean = (f) => runs.reduce((sum, r) => sum + f(r), 0) / runs.length
+  const door = runs.map((r) => r.door)
+  const sum = (key) => door.reduce((total, r) => total + r[key], 0)
+  return {
+    observers: OBSERVERS,
+    frames: door[0].frames,
+    pairs: runs,
+    doorCpuUsPerDelivery: mean((r) => r.door.cpuUsPerDelivery),
+    rawCpuUsPerDelivery: mean((r) => r.raw.cpuUsPerDelivery),
+    cpuRatio: mean((r) => r.door.cpuUsPerDelivery) / mean((r) => r.raw.cpuUsPerDelivery),
+    doorP50ms: median(door.map((r) => r.latencyMs.p50)),
+    doorP99ms: median(door.map((r) => r.latencyMs.p99)),
+    rawP50ms: median(runs.map((r) => r.raw.latencyMs.p50)),
+    rawP99ms: median(runs.map((r) => r.raw.latencyMs.p99)),
+    doorEmitRate: mean((r) => r.door.emitRate),
+    rawEmitRate: mean((r) => r.raw.emitRate),
+    // Correctness over every door run (the raw server does no lag accounting).
+    lost: sum("lost"),
+    duplicated: sum("duplicated"),
+    laggedEvents: sum("laggedEvents"),
+    laggedObservers: sum("laggedObservers"),
+    undelivered: sum("undelivered"),
+    complete: Math.min(...door.map((r) => r.complete)),
+    rawComplete: Math.min(...runs.map((r) => r.raw.complete))
+  }
+}
+
+const fanoutRun = async (name, args) => {
+  const server = await startServer(name, args)
   const total = FANOUT_TASKS * (FANOUT_CHUNKS + 3) // working status, chunks, final text, completed status
   const latencies = new Float64Array(OBSERVERS * total).fill(Number.NaN)
   const observers = []
@@ -382,8 +450,9 @@ const fanout = async () => {
       taskStates: states.map((s) => s.result?.status?.state),
       latencyMs: summarize(lat)
     }
-    log(`fan-out: server CPU ${round(result.serverCpuSeconds)} s, observers' CPU ${round(result.observerCpuSeconds)} s`)
-    log(`fan-out: ${outcome} in ${round(seconds)} s; complete ${result.complete}/${OBSERVERS}; lost ${result.lost}; dup ${result.duplicated}; lagged ${result.laggedEvents}; p50 ${round(result.latencyMs.p50)} ms p99 ${round(result.latencyMs.p99)} ms`)
+    result.cpuUsPerDelivery = (serverCpu * 1e6) / result.deliveries
+    log(`fan-out ${name}: server CPU ${round(result.serverCpuSeconds)} s, observers' CPU ${round(result.observerCpuSeconds)} s`)
+    log(`fan-out ${name}: ${outcome} in ${round(seconds)} s; complete ${result.complete}/${OBSERVERS}; lost ${result.lost}; dup ${result.duplicated}; lagged ${result.laggedEvents}; p50 ${round(result.latencyMs.p50)} ms p99 ${round(result.latencyMs.p99)} ms`)
     return result
   } finally {
     for (const o of observers) o.abort()
@@ -485,12 +554,13 @@ const main = async () => {
   const rows = []
   const t = results.throughput
   if (t) {
-    rows.push([`throughput message/send+tasks/get, ${CONNECTIONS} conns`, `door ${Math.round(t.mix.doorRps)} req/s, raw ${Math.round(t.mix.rawRps)} req/s`, `ratio ${round(t.mix.ratio)} (pairs ${t.mix.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(t.mix.doorCpuUsPerReq, 1)} µs, raw ${round(t.mix.rawCpuUsPerReq, 1)} µs (CPU ratio ${round(t.mix.cpuRatio)})`])
-    rows.push([`throughput tasks/get only, ${CONNECTIONS} conns`, `door ${Math.round(t.getOnly.doorRps)} req/s, raw ${Math.round(t.getOnly.rawRps)} req/s`, `ratio ${round(t.getOnly.ratio)} (pairs ${t.getOnly.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(t.getOnly.doorCpuUsPerReq, 1)} µs, raw ${round(t.getOnly.rawCpuUsPerReq, 1)} µs (CPU ratio ${round(t.getOnly.cpuRatio)})`])
+    for (const [label, w] of [["message/send+tasks/get", t.mix], ["message/send only", t.sendOnly], ["tasks/get only", t.getOnly]]) {
+      rows.push([`throughput ${label}, ${CONNECTIONS} conns`, `door ${Math.round(w.doorRps)} req/s, sdk ${Math.round(w.sdkRps)} req/s, raw ${Math.round(w.rawRps)} req/s`, `door/sdk ${round(w.sdkRatio)} (rounds ${w.sdkRatios.map((r) => round(r)).join(", ")}), door/raw ${round(w.ratio)} (rounds ${w.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(w.doorCpuUsPerReq, 1)} µs, sdk ${round(w.sdkCpuUsPerReq, 1)} µs, raw ${round(w.rawCpuUsPerReq, 1)} µs`])
+    }
   }
   const f = results.fanout
   if (f) {
-    rows.push([`SSE fan-out ${f.observers} observers x ${f.frames} frames`, `lost ${f.lost}, duplicated ${f.duplicated}, lagged ${f.laggedEvents} (${f.laggedObservers} observers), complete ${f.complete}/${f.observers}${f.undelivered > 0 ? `, ${f.undelivered} undelivered at timeout` : ""}`, `latency p50 ${round(f.latencyMs.p50)} ms, p99 ${round(f.latencyMs.p99)} ms, max ${round(f.latencyMs.max)} ms (${Math.round(f.emitRate)} frames/s, ${Math.round(f.deliveryRate)} deliveries/s)`])
+    rows.push([`SSE fan-out ${f.observers} observers x ${f.frames} frames, ${f.pairs.length} pairs`, `door lost ${f.lost}, duplicated ${f.duplicated}, lagged ${f.laggedEvents} (${f.laggedObservers} observers), complete ${f.complete}/${f.observers}${f.undelivered > 0 ? `, ${f.undelivered} undelivered at timeout` : ""}`, `server CPU/delivery door ${round(f.doorCpuUsPerDelivery)} µs, raw ${round(f.rawCpuUsPerDelivery)} µs (door/raw ${round(f.cpuRatio)}; pairs ${f.pairs.map((p) => round(p.cpuRatio)).join(", ")}); latency median p50/p99 door ${round(f.doorP50ms)}/${round(f.doorP99ms)} ms, raw ${round(f.rawP50ms)}/${round(f.rawP99ms)} ms; emitted door ${Math.round(f.doorEmitRate)}, raw ${Math.round(f.rawEmitRate)} frames/s`])
   }
   const c = results.cancel
   if (c) rows.push([`tasks/cancel of a running task (n=${c.n})`, `${c.notCanceled} not canceled`, `p50 ${round(c.latencyMs.p50)} ms, p99 ${round(c.latencyMs.p99)} ms, max ${round(c.latencyMs.max)} ms`])
