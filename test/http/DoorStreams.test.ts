@@ -180,6 +180,29 @@ describe("message/stream, A2A dialect", () => {
     expect(results.filter((result) => result.final === true)).toHaveLength(1)
   })
 
+  it("two streams of one task carry the same events, each with its own request id and its own append flags", async () => {
+    const { url } = await open()
+    const first = await stream(url, "message/stream", { message: a2aMessage("/stream 8 40") }, { id: "s" })
+    const early = await readUntil(first.events, (event) => event.data !== undefined && dataOf(event).result?.artifact?.parts?.[0]?.text === "chunk 3 ")
+    const taskId = dataOf(early[0]!).result.id
+    const second = await stream(url, "tasks/resubscribe", { id: taskId }, { id: "r" })
+    const [late, joined] = await Promise.all([readUntil(first.events), readUntil(second.events)])
+    const s = [...early, ...late]
+    expect(s.every((event) => dataOf(event).id === "s")).toBe(true)
+    expect(joined.every((event) => dataOf(event).id === "r")).toBe(true)
+    const byId = new Map(s.filter((event) => event.id !== undefined).map((event) => [event.id, dataOf(event).result]))
+    const shared = joined.filter((event) => event.id !== undefined)
+    expect(shared.length).toBeGreaterThan(2)
+    const chunks = shared.filter((event) => dataOf(event).result.kind === "artifact-update")
+    // The resubscriber's first chunk opens the artifact for it; the first stream had opened it already.
+    expect(chunks.map((event) => dataOf(event).result.append)).toEqual(chunks.map((_, i) => i > 0))
+    expect(chunks.map((event) => byId.get(event.id)!.append)).toEqual(chunks.map(() => true))
+    for (const event of shared) {
+      const own = dataOf(event).result
+      expect(own).toEqual({ ...byId.get(event.id), ...(own.kind === "artifact-update" ? { append: own.append } : {}) })
+    }
+  })
+
   it("closes at input-required, and a follow-up by taskId streams the next turn", async () => {
     const { url } = await open()
     const turn1 = (await readUntil((await stream(url, "message/stream", { message: a2aMessage("first words") }, { id: 1 })).events)).map(dataOf)
