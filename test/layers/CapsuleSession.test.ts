@@ -1,0 +1,42 @@
+/**
+ * `CapsuleSessionLive(dir)`, the public layer for a capsule directory: examples/hello (an agent
+ * capsule) served on 127.0.0.1:0 in process, one task driven over HTTP, the session's services
+ * read from the layer's context. Needs `npm run build` (the shipped guests and the worker).
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { CapsuleSessionLive, SessionIdentity, TaskRegistry } from "../../src/index.js"
+
+const ROOT = resolve(import.meta.dirname, "../..")
+
+describe("CapsuleSessionLive", () => {
+  it.live("serves an agent capsule directory: its card, and one task end to end", () => {
+    const workdir = mkdtempSync(join(tmpdir(), "capsule-session-"))
+    return Effect.gen(function*() {
+      const identity = yield* SessionIdentity
+      assert.strictEqual(identity.card.name, "hello")
+      assert.match(identity.url, /^http:\/\/127\.0\.0\.1:\d+\/$/)
+      const reply = yield* Effect.promise(() =>
+        fetch(identity.url, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "message/send",
+            params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "Ada" }] }, configuration: { blocking: true } }
+          })
+        }).then((response) => response.json() as Promise<{ result: { id: string; status: { state: string } } }>)
+      )
+      assert.strictEqual(reply.result.status.state, "completed")
+      const task = yield* (yield* TaskRegistry).get(reply.result.id)
+      assert.include(JSON.stringify(task.artifacts), "Ada")
+    }).pipe(
+      Effect.provide(CapsuleSessionLive(join(ROOT, "examples", "hello"), { workdir })),
+      Effect.ensuring(Effect.sync(() => rmSync(workdir, { recursive: true, force: true })))
+    )
+  }, 30_000)
+})
