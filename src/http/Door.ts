@@ -8,7 +8,7 @@
 import { createServer } from "node:http"
 import { type HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Effect, Layer, Option, Scope } from "effect"
+import { Context, Effect, FiberRef, Layer, LogLevel, Option, Scope } from "effect"
 import { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog } from "../services/EventLog.js"
 import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/ResourcePlanes.js"
@@ -18,7 +18,7 @@ import { TaskRunner } from "../services/TaskRunner.js"
 import { TracingEnabled } from "../services/Tracing.js"
 import { bearerCheck } from "./DoorAuth.js"
 import { DoorConfig, type DoorSettings } from "./DoorConfig.js"
-import { tracedApp } from "./DoorTracing.js"
+import { loggedApp, tracedApp } from "./DoorTracing.js"
 import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { makeRpcRoute } from "./RpcRoute.js"
 
@@ -115,7 +115,10 @@ export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
   // The router needs nothing but the request (its services were taken when it was built; the
   // annotation keeps it so), so it is served from a context holding only the serving scope:
   // each request's context is then one entry, not a copy of the session's (docs/benchmarks.md).
-  const app = (yield* TracingEnabled) ? tracedApp(yield* makeDoorApp) : yield* makeDoorApp
+  const made = yield* makeDoorApp
+  // Both wrappers are chosen once here, so a door without tracing or debug logs pays for neither.
+  const logged = LogLevel.lessThanEqual(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug) ? loggedApp(made) : made
+  const app = (yield* TracingEnabled) ? tracedApp(logged) : logged
   const server = yield* HttpServer.HttpServer
   const scope = yield* Effect.scope
   yield* server.serve(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => Context.make(Scope.Scope, scope)))

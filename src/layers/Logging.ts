@@ -1,11 +1,14 @@
 /**
- * Logs go to stderr in logfmt, so stdout stays free for the `--json` event lines.
+ * Logs go to stderr in logfmt, so stdout stays free for the `--json` event lines. The minimum
+ * level is `level`, else `CAPSULE_RUNTIME_LOG_LEVEL` (`debug` adds a line per door request),
+ * else info.
  */
-import { Logger, LogLevel } from "effect"
-import { Layer } from "effect"
+import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 
-export const LoggingLive = (level: LogLevel.LogLevel = LogLevel.Info) =>
+const levelConfig = Config.logLevel("CAPSULE_RUNTIME_LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+
+export const LoggingLive = (level?: LogLevel.LogLevel) =>
   Layer.merge(
     Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger)),
-    Logger.minimumLogLevel(level)
+    Layer.unwrapEffect(Effect.map(level === undefined ? levelConfig : Effect.succeed(level), Logger.minimumLogLevel)).pipe(Layer.orDie)
   )
