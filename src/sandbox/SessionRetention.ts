@@ -11,10 +11,13 @@
  * touched; anything else under `workdir/` is left alone.
  *
  * A session that is still running is never deleted, however old: each session leaves
- * `workdir/<session id>.live` holding its pid (beside its workdir, out of its guests' preopen, so
- * they cannot forge or remove it), and a session whose pid is alive is skipped.
+ * `.murmur/live/<session id>` holding its pid in the capsule directory (out of its guests'
+ * preopen, so they cannot forge or remove it), and a session whose pid is alive is skipped.
+ * Nothing else is created before the launch's own checks pass, so a refused launch leaves no
+ * `workdir/`.
  */
-import { lstatSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, lstatSync, readdirSync, rmSync } from "node:fs"
+import { join } from "node:path"
 import { Effect } from "effect"
 import * as WorkdirFs from "./WorkdirFs.js"
 
@@ -37,11 +40,12 @@ const alive = (pid: number): boolean => {
   }
 }
 
-/** The session's `.live` marker names a process that is still running. */
-const running = (entry: (name: string) => string, session: string): boolean => {
+const LIVE = ".murmur/live"
+
+/** The session's marker names a process that is still running. */
+const running = (capsuleDir: string, session: string): boolean => {
   try {
-    if (!lstatSync(entry(`${session}.live`)).isFile()) return false
-    const pid = Number(readFileSync(entry(`${session}.live`), "utf8").trim())
+    const pid = Number((WorkdirFs.read(capsuleDir, `${LIVE}/${session}`) ?? "").trim())
     return Number.isInteger(pid) && pid > 0 && alive(pid)
   } catch {
     return false
@@ -58,16 +62,16 @@ export const pruneSessions = (
   current: { readonly sessionId: string; readonly pid: number }
 ): Effect.Effect<Pruned, WorkdirFs.WorkdirPathRefused> =>
   WorkdirFs.attempt(() => {
-    WorkdirFs.makeDirectory(capsuleDir, "workdir")
-    WorkdirFs.write(capsuleDir, `workdir/${current.sessionId}.live`, `${current.pid}\n`)
+    WorkdirFs.write(capsuleDir, `${LIVE}/${current.sessionId}`, `${current.pid}\n`)
+    if (!existsSync(join(capsuleDir, "workdir"))) return { deleted: [] }
     return WorkdirFs.inDirectory(capsuleDir, "workdir", (entry) => {
       const sessions = readdirSync(entry("."))
         .filter((name) => SESSION.test(name) && name !== current.sessionId && lstatSync(entry(name)).isDirectory())
         .sort()
-      const excess = sessions.slice(0, Math.max(0, sessions.length - Math.max(0, keep - 1))).filter((name) => !running(entry, name))
+      const excess = sessions.slice(0, Math.max(0, sessions.length - Math.max(0, keep - 1))).filter((name) => !running(capsuleDir, name))
       for (const name of excess) {
         rmSync(entry(name), { recursive: true, force: true })
-        rmSync(entry(`${name}.live`), { force: true })
+        WorkdirFs.remove(capsuleDir, `${LIVE}/${name}`)
       }
       return { deleted: excess }
     })

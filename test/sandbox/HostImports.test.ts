@@ -62,7 +62,7 @@ describe("run: murmur:message/send", () => {
     const text = "hello from a capsule"
     const line = await send(networkAllow(origin) + sendEnv, door.url, text)
     const task = await peerTask(line)
-    expect(task.provenance).toEqual({ origin: "peer", trust: "untrusted" })
+    expect(task.provenance).toMatchObject({ origin: "peer", trust: "untrusted" })
     expect(task.lane).toBe("peer")
     expect(task.history[0]!.messageId).toBe("capsule-send-message-1")
     expect(textOf(task.history[0]!)).toBe(text)
@@ -128,7 +128,7 @@ describe("run: murmur:message/send", () => {
     const text = "no scheme on this one"
     const line = await send(networkAllow(origin) + sendEnv, `127.0.0.1:${port}`, text)
     const task = await peerTask(line)
-    expect(task.provenance).toEqual({ origin: "peer", trust: "untrusted" })
+    expect(task.provenance).toMatchObject({ origin: "peer", trust: "untrusted" })
     expect(textOf(task.history[0]!)).toBe(text)
     expect(await peerTasks()).toBe(1)
   })
