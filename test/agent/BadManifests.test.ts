@@ -1,8 +1,9 @@
 /**
  * Bad agent manifests through the command line (`npm run build` first): each `murmur.yaml` of the
  * table is refused by `node dist/main.js validate <dir>` (exit 1, `error[CODE]: message` on
- * stderr, nothing on stdout) and by `node dist/main.js run <dir> --json` (exit 1, one exit event
- * carrying the same code and text, no listening line, no workdir). The codes and texts are the
+ * stderr, nothing on stdout) and, for every third row (one CLI start costs ~1.5 s of CPU, and
+ * `run` reads the manifest through the same parser), by `node dist/main.js run <dir> --json`
+ * (exit 1, one exit event carrying the same code and text, no listening line, no workdir). The codes and texts are the
  * reference's (spec §1.5; src/sandbox/manifest/*.ts), byte for byte, covering the inference,
  * lifecycle, capabilities and artifacts blocks. (The parser's own exhaustive table is
  * test/sandbox/ManifestAgent.test.ts; this one checks what the CLI prints for them.)
@@ -152,7 +153,7 @@ describe.concurrent("bad agent manifests: validate and run refuse them with the 
     expect(rows.length).toBeGreaterThanOrEqual(12)
   })
 
-  for (const [title, yaml, expected] of rows) {
+  rows.forEach(([title, yaml, expected], index) => {
     it(`${title}: ${expected.code}`, async () => {
       const dir = capsuleDir(yaml)
       const validated = await runCli(["validate", dir])
@@ -162,6 +163,7 @@ describe.concurrent("bad agent manifests: validate and run refuse them with the 
       // problem it found beside it.
       const errors = validated.stderr.trimEnd().split("\n").filter((line) => line.startsWith("error["))
       expect(errors[0]).toBe(`error[${expected.code}]: ${expected.message}`)
+      if (index % 3 !== 0) return
 
       const run = await runCli(["run", dir, "--json"])
       expect(run.code, run.stderr).toBe(1)
@@ -170,5 +172,5 @@ describe.concurrent("bad agent manifests: validate and run refuse them with the 
       ])
       expect(existsSync(join(dir, "workdir"))).toBe(false)
     })
-  }
+  })
 })
