@@ -72,11 +72,13 @@ const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(p
 
 /**
  * This runtime's own entry point, from src/agent or dist/agent alike. Under util-linux `setpriv
- * --pdeathsig TERM` where it exists, so a child ends (and takes its own commands and children
- * with it) even when the parent is killed with SIGKILL and cannot run its finalizers.
+ * --pdeathsig KILL` where it exists, so a child ends even when the parent is killed with SIGKILL
+ * and cannot run its finalizers. KILL, not TERM: with its parent gone there is nobody to report
+ * to, and its own commands and children go with it regardless (bwrap `--die-with-parent`, their
+ * own pdeathsig).
  */
 export const defaultRuntime = (execPath: string, setpriv: string | undefined = SETPRIV): ReadonlyArray<string> => [
-  ...(setpriv === undefined ? [] : [setpriv, "--pdeathsig", "TERM", "--"]),
+  ...(setpriv === undefined ? [] : [setpriv, "--pdeathsig", "KILL", "--"]),
   execPath,
   new URL("../../dist/main.js", import.meta.url).pathname
 ]

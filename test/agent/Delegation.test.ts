@@ -285,7 +285,7 @@ describe("delegate-task, end to end", () => {
     // A helper the child had running (ldd, a probe) may outlive it by a moment, never longer.
     await until("the child's group to be gone", () => (groupMembers(pid) === "" ? true : undefined), 6000)
     expect(events(parentRun.workdir, "delegation")).toEqual([expect.objectContaining({ status: "terminated", child_exit: "killed: the parent session ended" })])
-  }, 30000)
+  }, 60000)
 
   it.skipIf(defaultRuntime(process.execPath)[0] === process.execPath)("a parent killed with SIGKILL mid-delegation leaves no child process (pdeathsig)", async () => {
     const parentRun = run(join(base, "parent"), "delegate slow-child x")
@@ -297,5 +297,5 @@ describe("delegate-task, end to end", () => {
     await parentRun.exit
     await until("the child to be gone", () => (alive(pid) ? undefined : true), 8000)
     await until("the child's group to be gone", () => (groupMembers(pid) === "" ? true : undefined), 8000)
-  }, 40000)
+  }, 60000)
 })
