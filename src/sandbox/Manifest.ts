@@ -13,7 +13,14 @@ import { ArtifactEntry, artifactSpec, checkArtifact, lowerArtifact } from "./man
 import { Capabilities, capabilitiesSpec, checkGrantShapes, lowerCapabilities } from "./manifest/Capabilities.js"
 import { checkInferenceArtifacts, InferenceConfig, inferenceSpec, lowerInference } from "./manifest/Inference.js"
 import { Lifecycle, lifecycleSpec, lowerLifecycle } from "./manifest/Lifecycle.js"
-import { invalidCapability, ManifestError, type ManifestWarning, missingField } from "./manifest/ManifestError.js"
+import {
+  invalidCapability,
+  ManifestError,
+  type ManifestWarning,
+  missingField,
+  RESERVED_TOOL_NAMES,
+  reservedArtifactName
+} from "./manifest/ManifestError.js"
 import { notActedOnWarnings } from "./manifest/NotActedOn.js"
 import { Exports, exportsSpec, lowerExports } from "./manifest/Retention.js"
 import {
@@ -104,6 +111,8 @@ const read = (options: ParseManifestOptions) => (ctx: ReadContext, root: Node | 
   const name = nonBlank(raw.name) ?? refuse(missingField("name"))
   const version = nonBlank(raw.version) ?? refuse(missingField("version"))
   const lowered = (raw.artifacts ?? []).map((artifact, index) => lowerArtifact(index, artifact, warnings))
+  const reserved = lowered.find(({ entry }) => RESERVED_TOOL_NAMES.includes(entry.name))
+  if (reserved !== undefined) refuse(reservedArtifactName(reserved.entry.name))
   if (raw.capabilities?.task_io !== undefined) {
     refuse(invalidCapability("capabilities.task_io", "is recognized only on 'runtime: hook' artifact entries, not in the capsule-wide capabilities block — the grant is per-hook"))
   }

@@ -438,6 +438,18 @@ describe("agent manifests: refusals, exact texts", () => {
     })
   }
 
+  it("an artifact named like a runtime-owned tool is E-CAP-013, whatever its role", () => {
+    for (const name of ["delegate-task", "share-file", "fetch-peer-file", "submit-plan"]) {
+      const text = `name: a\nversion: 1\nartifacts:\n  - { name: d, version: 1, runtime: driver }\n  - { name: ${name}, version: 1, runtime: tool }\n` +
+        "inference: { endpoint: 'https://api.example.com', model: m, driver: { artifact: d } }\n"
+      assert.deepStrictEqual(refusal(text), {
+        code: "E-CAP-013",
+        message: `artifact '${name}' uses a name reserved for the runtime tool of the same name (reserved: delegate-task, fetch-peer-file, share-file, submit-plan); rename the artifact`
+      })
+    }
+    assert.strictEqual(Either.isRight(parseManifest("name: a\nversion: 1\nartifacts:\n  - { name: delegate, version: 1 }\n")), true)
+  })
+
   it("an api_key reference with no environment given reads as unset", () => {
     assert.strictEqual(Either.getLeft(parseManifest(agent({ api_key: "${OPENAI_KEY}" }))).pipe((left) => left._tag === "Some" && left.value.message),
       "murmur.yaml: inference.api_key references ${OPENAI_KEY} but the environment variable is not set")

@@ -23,7 +23,9 @@ export const ManifestErrorCode = Schema.Literal(
   /** `shell.staged_runtime` without the sealed floor it needs */
   "E-CAP-004",
   /** an artifact `config:` block that cannot be delivered as MURMUR_ARTIFACT_CONFIG */
-  "E-CAP-010"
+  "E-CAP-010",
+  /** an artifact named like a runtime-owned tool (`delegate-task`, `share-file`, …) */
+  "E-CAP-013"
 )
 export type ManifestErrorCode = typeof ManifestErrorCode.Type
 
@@ -105,6 +107,12 @@ export const containmentFloorUnmet = (declared: string, reason: string) =>
 
 export const stagedRuntimeNeedsSealed = (binary: string, declared: string) =>
   make("E-CAP-004", `capabilities.shell.staged_runtime for '${binary}' requires capabilities.containment: sealed (declared: ${declared}) — a staged runtime is bind-mounted into a sealed root, which no weaker class composes`)
+
+/** The runtime-owned tools of spec §4.4 step 0: dispatched before any artifact, so no artifact may take their names. */
+export const RESERVED_TOOL_NAMES: ReadonlyArray<string> = ["delegate-task", "fetch-peer-file", "share-file", "submit-plan"]
+
+export const reservedArtifactName = (name: string) =>
+  make("E-CAP-013", `artifact '${name}' uses a name reserved for the runtime tool of the same name (reserved: ${RESERVED_TOOL_NAMES.join(", ")}); rename the artifact`)
 
 export const invalidArtifactConfig = (artifact: string, message: string) =>
   make("E-CAP-010", `invalid config for artifact '${artifact}': ${message}`)
