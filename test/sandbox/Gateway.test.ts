@@ -4,21 +4,15 @@
  * upstream is still subject to the allowlist; without a gateway the placeholder is an
  * ordinary (denied) address. The guest is the WAT fixture that GETs env TARGET_URL.
  */
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { Redacted } from "effect"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { driverAccess } from "../../src/agent/DriverAccess.js"
-import { ComponentCache } from "../../src/sandbox/ComponentCache.js"
 import type { GuestGrant } from "../../src/sandbox/GuestJob.js"
-import { Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
-import { buildComponent } from "../lib/components.js"
+import { fetchAs as fetchWith, networkAttemptRuntime } from "../lib/NetworkAttempt.js"
 
-const limits = { memoryBytes: 64 * 1024 * 1024, tableElements: 100_000 }
-const runtime = ManagedRuntime.make(Layer.merge(ComponentCache.layer({ directory: new URL("../../.cache/cli-components", import.meta.url).pathname }), Sandbox.layer()))
+const runtime = networkAttemptRuntime()
 
 let server: Server
 let port = 0
@@ -37,27 +31,7 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()))
 })
 
-/** Runs the fixture with TARGET_URL and the given grant parts; returns what it wrote. */
-const fetchAs = (target: string, grant: Pick<GuestGrant, "network" | "gateway">) =>
-  runtime.runPromise(Effect.gen(function*() {
-    const cache = yield* ComponentCache
-    const sandbox = yield* Sandbox
-    const component = yield* cache.load(yield* Effect.promise(() => buildComponent("capsule-network-attempt")), limits)
-    const workdir = mkdtempSync(join(tmpdir(), "gateway-"))
-    yield* sandbox.run({
-      role: { kind: "capsule" },
-      component,
-      grant: { preopen: workdir, env: { TARGET_URL: target }, memoryBytes: limits.memoryBytes, instances: 1000, ...grant },
-      deadlineSeconds: 30,
-      allowlist: [],
-      tools: {},
-      inTask: false,
-      sessionId: "ses_gateway",
-      artifacts: [],
-      host: silentHost
-    })
-    return readFileSync(join(workdir, "out", "result.txt"), "utf8")
-  }))
+const fetchAs = (target: string, grant: Pick<GuestGrant, "network" | "gateway">) => fetchWith(runtime, target, grant)
 
 const upstream = () => ({ scheme: "http" as const, host: "127.0.0.1", port })
 

@@ -6,21 +6,15 @@
  * target. Server A (allowed) answers every request with a redirect to server B, which counts
  * what it receives. The guest is the WAT fixture that GETs env TARGET_URL.
  */
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { Redacted } from "effect"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { driverAccess } from "../../src/agent/DriverAccess.js"
-import { ComponentCache } from "../../src/sandbox/ComponentCache.js"
 import type { GuestGrant } from "../../src/sandbox/GuestJob.js"
-import { Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
-import { buildComponent } from "../lib/components.js"
+import { fetchAs as fetchWith, networkAttemptRuntime } from "../lib/NetworkAttempt.js"
 
-const limits = { memoryBytes: 64 * 1024 * 1024, tableElements: 100_000 }
-const runtime = ManagedRuntime.make(Layer.merge(ComponentCache.layer({ directory: new URL("../../.cache/cli-components", import.meta.url).pathname }), Sandbox.layer()))
+const runtime = networkAttemptRuntime()
 
 interface Seen {
   readonly method: string
@@ -62,27 +56,7 @@ afterAll(async () => {
   await Promise.all([a, b].map((server) => new Promise((resolve) => server.close(resolve))))
 })
 
-/** Runs the fixture with TARGET_URL and the given grant parts; returns what it wrote. */
-const fetchAs = (target: string, grant: Pick<GuestGrant, "network" | "gateway">) =>
-  runtime.runPromise(Effect.gen(function*() {
-    const cache = yield* ComponentCache
-    const sandbox = yield* Sandbox
-    const component = yield* cache.load(yield* Effect.promise(() => buildComponent("capsule-network-attempt")), limits)
-    const workdir = mkdtempSync(join(tmpdir(), "redirect-"))
-    yield* sandbox.run({
-      role: { kind: "capsule" },
-      component,
-      grant: { preopen: workdir, env: { TARGET_URL: target }, memoryBytes: limits.memoryBytes, instances: 1000, ...grant },
-      deadlineSeconds: 30,
-      allowlist: [],
-      tools: {},
-      inTask: false,
-      sessionId: "ses_redirect",
-      artifacts: [],
-      host: silentHost
-    })
-    return readFileSync(join(workdir, "out", "result.txt"), "utf8")
-  }))
+const fetchAs = (target: string, grant: Pick<GuestGrant, "network" | "gateway">) => fetchWith(runtime, target, grant)
 
 /** The ceiling allows A only; B (as `localhost`) is not in it. */
 const onlyA = () => [{ scheme: "http" as const, host: "127.0.0.1", port: portA }]
