@@ -7,10 +7,9 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Stream } from "effect"
-import { spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { sendTurn } from "../../src/cli/Send.js"
-import { cliCacheDir, listeningCli, runCli, type ServeProcess } from "../lib/CapsuleDirs.js"
+import { listeningCli, runCli, type ServeProcess } from "../lib/CapsuleDirs.js"
 import { startCuttingProxy } from "../lib/CuttingProxy.js"
 import { chat } from "../../src/cli/Chat.js"
 
@@ -25,26 +24,7 @@ afterAll(async () => {
 })
 
 /** `node dist/main.js chat <url>` with these stdin lines (then EOF). */
-const chatCli = (url: string, lines: ReadonlyArray<string>) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [new URL("../../dist/main.js", import.meta.url).pathname, "chat", url], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => (stdout += chunk))
-    child.stderr.on("data", (chunk) => (stderr += chunk))
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      reject(new Error(`chat timed out; stdout: ${stdout}; stderr: ${stderr}`))
-    }, 20_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-    child.stdin.end(lines.map((line) => `${line}\n`).join(""))
-  })
+const chatCli = (url: string, lines: ReadonlyArray<string>) => runCli(["chat", url], {}, 20_000, lines.map((line) => `${line}\n`).join(""))
 
 const statusLines = (stdout: string) => stdout.split("\n").filter((line) => /^\[tsk_…[0-9a-f]{8}\] (working|completed|failed|canceled|input-required)/.test(line)).map((line) => line.replace(/^\[tsk_…[0-9a-f]{8}\] /, ""))
 

@@ -53,17 +53,19 @@ export interface CliResult {
   readonly ms: number
 }
 
-export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> =>
+/** Runs the CLI to its exit; `input`, when given, is its whole standard input (else none). */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> = {}, timeoutMs = 60_000, input?: string): Promise<CliResult> =>
   new Promise((resolve, reject) => {
     const started = Date.now()
     const child = spawn(process.execPath, [main, ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
-      stdio: ["ignore", "pipe", "pipe"]
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
     })
+    if (input !== undefined) child.stdin!.end(input)
     let stdout = ""
     let stderr = ""
-    child.stdout.on("data", (chunk) => (stdout += chunk))
-    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.stdout!.on("data", (chunk) => (stdout += chunk))
+    child.stderr!.on("data", (chunk) => (stderr += chunk))
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
       reject(new Error(`run ${args.join(" ")} timed out; stderr: ${stderr}`))
