@@ -13,7 +13,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
   existsSync,
-  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -30,6 +29,7 @@ import { join } from "node:path"
 import type { GuestGrant } from "../../src/sandbox/GuestJob.js"
 import { climbOf, resolveBeneath } from "../../src/sandbox/worker/GuestPaths.js"
 import { wasiImports } from "../../src/sandbox/worker/WasiImports.js"
+import { snapshot } from "../lib/TreeSnapshot.js"
 
 const sinks = { stdout: () => undefined, stderr: () => undefined }
 
@@ -70,21 +70,6 @@ const writeVia = (dir: any, path: string, content: string, pathFlags: object = {
   file.write(bytes(content), 0n)
 }
 
-/** Every file under `root` with its bytes (links as `-> target`). */
-const snapshot = (root: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  const walk = (dir: string, prefix: string) => {
-    for (const name of readdirSync(dir).sort()) {
-      const path = join(dir, name)
-      const stats = lstatSync(path)
-      if (stats.isSymbolicLink()) out[prefix + name] = `-> ${readlinkSync(path)}`
-      else if (stats.isDirectory()) walk(path, `${prefix}${name}/`)
-      else out[prefix + name] = readFileSync(path, "utf8")
-    }
-  }
-  walk(root, "")
-  return out
-}
 
 describe("GuestFs: links", () => {
   it("symlink-at refuses a target that climbs out of the preopen, and makes the link otherwise", () => {

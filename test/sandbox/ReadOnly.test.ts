@@ -5,11 +5,12 @@
  * preopen. Every change is refused `not-permitted` (Wasmtime's answer for a preopen without write
  * permissions), the subtree keeps its bytes, and a write outside it still works.
  */
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { type CapsuleDirOptions, exitEvent, makeCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
+import { snapshot as snapshotTree } from "../lib/TreeSnapshot.js"
 
 const cleanups: Array<() => void> = []
 
@@ -36,21 +37,7 @@ const STEPS = [
 
 const allRefused = [...STEPS.map((step) => `${step}: refused:not-permitted`), "outside: ok"]
 
-/** Every file under `root` with its bytes (links as `-> target`). */
-const snapshot = (root: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  const walk = (dir: string, prefix: string) => {
-    for (const name of readdirSync(dir).sort()) {
-      const path = join(dir, name)
-      const stats = lstatSync(path)
-      if (stats.isSymbolicLink()) out[prefix + name] = `-> ${readlinkSync(path)}`
-      else if (stats.isDirectory()) walk(path, `${prefix}${name}/`)
-      else out[prefix + name] = `${readFileSync(path, "utf8")} @${stats.mtimeMs}`
-    }
-  }
-  walk(root, "")
-  return out
-}
+const snapshot = (root: string) => snapshotTree(root, { withMtime: true })
 
 /** A workdir holding the read-only subtree `<at>/ro` (keep.txt, an empty sub/). */
 const workdirWith = (at = "") => {
