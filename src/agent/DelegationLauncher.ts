@@ -15,6 +15,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Redacted, Schema, Stream } from "effect"
 import { parse } from "yaml"
+import { executableOnPath, SYSTEM_DIRS } from "../sandbox/containment/HostProbe.js"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DoorAddress } from "../services/DoorAddress.js"
@@ -68,8 +69,6 @@ export interface LauncherOptions {
   readonly doorToken?: Redacted.Redacted<string> | undefined
 }
 
-const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path))
-
 /**
  * This runtime's own entry point, from src/agent or dist/agent alike. Under util-linux `setpriv
  * --pdeathsig KILL` where it exists, so a child ends even when the parent is killed with SIGKILL
@@ -77,7 +76,10 @@ const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(p
  * to, and its own commands and children go with it regardless (bwrap `--die-with-parent`, their
  * own pdeathsig).
  */
-export const defaultRuntime = (execPath: string, setpriv: string | undefined = SETPRIV): ReadonlyArray<string> => [
+export const defaultRuntime = (
+  execPath: string,
+  setpriv: string | undefined = executableOnPath("setpriv", undefined, SYSTEM_DIRS)
+): ReadonlyArray<string> => [
   ...(setpriv === undefined ? [] : [setpriv, "--pdeathsig", "KILL", "--"]),
   execPath,
   new URL("../../dist/main.js", import.meta.url).pathname
