@@ -115,10 +115,6 @@ export const appliedContainment = (containment: ShellContainment): ReadonlyArray
   ]
 }
 
-/** Sealed in full: the sealed tier with rlimits and a noexec workdir (`workdir_exec` caps it). */
-export const sealedAchieved = (containment: ShellContainment): boolean =>
-  containment.tier === "sealed" && containment.prlimit !== undefined && !containment.workdirExec
-
 /** The program line of one command; `fds[i]` is written to the child's fd `3 + i`, then closed. */
 export interface CommandLine {
   readonly file: string
