@@ -7,7 +7,7 @@ import { Console, Effect } from "effect"
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { exitWith } from "./Exit.js"
-import { templateFiles, type TemplateKind } from "./Templates.js"
+import { schemaModeline, templateFiles, type TemplateKind } from "./Templates.js"
 
 const kind = Args.choice<TemplateKind>([["agent", "agent"], ["tool", "tool"], ["script", "script"]], { name: "agent|tool|script" }).pipe(
   Args.withDescription("agent: a driver, a tool and a shell grant; tool: a TypeScript murmur:tool; script: a murmur:capsule run()")
@@ -25,7 +25,7 @@ export const newCommand = Command.make("new", { kind, dir }, ({ dir, kind }) =>
       return yield* exitWith(1)
     }
     const name = nameFor(dir)
-    for (const [path, text] of templateFiles(kind, name)) {
+    for (const [path, text] of templateFiles(kind, name, schemaModeline(root))) {
       mkdirSync(dirname(join(root, path)), { recursive: true })
       writeFileSync(join(root, path), text)
     }

@@ -4,8 +4,9 @@
  * self-contained and needs no model or key); the script capsule is a copy of `examples/script`.
  */
 import { readFileSync } from "node:fs"
-import { join } from "node:path"
+import { isAbsolute, join, relative } from "node:path"
 import { repoRoot } from "../build/GuestWit.js"
+import { SCHEMA_PATH } from "../sandbox/manifest/ManifestSchema.js"
 
 export type TemplateKind = "agent" | "tool" | "script"
 
@@ -13,6 +14,19 @@ export type TemplateKind = "agent" | "tool" | "script"
 export type TemplateFiles = ReadonlyArray<readonly [string, string]>
 
 const shipped = (path: string) => readFileSync(join(repoRoot, path), "utf8")
+
+/**
+ * The editor's pointer to the manifest's JSON Schema, as yaml-language-server reads it (a path
+ * relative to the YAML file, or an absolute one). Inside this package's tree (a checkout, the
+ * tutorial) the path is relative, so it survives moving the tree; elsewhere it is the installed
+ * package's absolute path, which survives moving the capsule. docs/manifest.md says how to change it.
+ */
+export const schemaModeline = (capsuleDir: string): string => {
+  const schema = join(repoRoot, SCHEMA_PATH)
+  const fromPackage = relative(repoRoot, capsuleDir)
+  const inside = fromPackage !== "" && !fromPackage.startsWith("..") && !isAbsolute(fromPackage)
+  return `# yaml-language-server: $schema=${inside ? relative(capsuleDir, schema).split("\\").join("/") : schema}\n`
+}
 
 const toolFiles = (name: string): TemplateFiles => [
   ["murmur.yaml", `# ${name}: a murmur:tool/run tool. Its input is JSON matching input_schema; it answers
@@ -120,15 +134,19 @@ inference:
 const scriptManifest = (name: string) =>
   shipped("examples/script/murmur.yaml").replace(/^name: script$/m, `name: ${name}`).replaceAll("examples/script", name)
 
-export const templateFiles = (kind: TemplateKind, name: string): TemplateFiles => {
+/**
+ * `modeline` heads each capsule manifest (./schemaModeline); a tool's own murmur.yaml is an
+ * artifact manifest, a different format the schema does not describe, so it gets none.
+ */
+export const templateFiles = (kind: TemplateKind, name: string, modeline: string): TemplateFiles => {
   switch (kind) {
     case "tool":
       return toolFiles(name)
     case "script":
-      return [["murmur.yaml", scriptManifest(name)], ["world.wit", shipped("examples/script/world.wit")], ["capsule.js", shipped("examples/script/capsule.js")]]
+      return [["murmur.yaml", modeline + scriptManifest(name)], ["world.wit", shipped("examples/script/world.wit")], ["capsule.js", shipped("examples/script/capsule.js")]]
     case "agent":
       return [
-        ["murmur.yaml", agentManifest(name)],
+        ["murmur.yaml", modeline + agentManifest(name)],
         ...["murmur.yaml", "world.wit", "driver.js"].map((file) => [`artifacts/scripted/${file}`, shipped(`drivers/scripted/${file}`)] as const),
         ...toolFiles("shout").map(([file, text]) => [`artifacts/shout/${file}`, text] as const)
       ]
