@@ -18,6 +18,7 @@ import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { Shell } from "../sandbox/Shell.js"
 import { laneOf } from "../services/Task.js"
+import { outgoingTraceHeaders } from "../services/Tracing.js"
 import { Trace } from "./Trace.js"
 import type { TaskExitStatus } from "./TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
@@ -176,6 +177,10 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       stderr: log.write
     })
 
+    // The provider sees the turn's trace context: the gateway sets `traceparent` on what it forwards.
+    const withGatewayTrace = (spec: ToolSpec, traceparent: string | undefined): ToolSpec =>
+      spec.grant.gateway === undefined || traceparent === undefined ? spec : { ...spec, grant: { ...spec.grant, gateway: { ...spec.grant.gateway, traceparent } } }
+
     const runGuest = (name: string, spec: ToolSpec, data: string, host: GuestHost) =>
       sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host })
 
@@ -210,7 +215,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       let continuation: Continuation | undefined
       const cacheKey = promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, input.contextId)
       const driverHost: GuestHost = { ...toolHost(), requestInput: noInput }
-      for (let turn = 0; turn < prepared.maxTurns; turn++) {
+      // One turn: the driver's answer, then its tool calls. `undefined` goes on to the next turn.
+      const oneTurn = (turn: number) => Effect.gen(function*() {
         phase.turn = turn
         counts.turns = turn + 1
         yield* io.status(`inference turn ${turn + 1}`)
@@ -226,7 +232,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         })
         const body = JSON.stringify(request)
         phase.name = "inference"
-        const driving = yield* Effect.fork(Effect.either(runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost).pipe(
+        const driving = yield* Effect.fork(Effect.either(Effect.flatMap(outgoingTraceHeaders, ({ traceparent }) =>
+          runGuest(prepared.driver.name, withGatewayTrace(prepared.driver.spec, traceparent), body, driverHost)).pipe(
           Effect.withSpan("AgentLoop.driver", { attributes: { taskId: input.taskId, turn: turn + 1, driver: prepared.driver.name } })
         )))
         // Counted while the driver's worker runs: the whole payload, as if nothing were threaded.
@@ -289,6 +296,11 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
           append(transcript, tool)
         }
         yield* remember(turnMessages)
+        return undefined
+      })
+      for (let turn = 0; turn < prepared.maxTurns; turn++) {
+        const done = yield* oneTurn(turn).pipe(Effect.withSpan("AgentLoop.turn", { attributes: { taskId: input.taskId, turn: turn + 1 } }))
+        if (done !== undefined) return done
       }
       return { exit: "max_turns_reached", text: `error: inference loop exceeded ${prepared.maxTurns} turns`, turns: prepared.maxTurns } satisfies AgentOutcome
     })

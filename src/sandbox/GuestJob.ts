@@ -46,6 +46,8 @@ export interface InferenceGateway {
   readonly header: string
   /** The header value with the key rendered in; none when no key is configured. */
   readonly value: string | undefined
+  /** W3C trace context of the turn that runs the driver; set on every request forwarded. */
+  readonly traceparent?: string | undefined
 }
 
 export interface ToolGuest {

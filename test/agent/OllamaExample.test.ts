@@ -46,7 +46,8 @@ describe("examples/ollama (fake provider)", () => {
       { kind: "json", body: completion({ toolCalls: [{ id: "c1", name: "greet", arguments: "{\"name\":\"Ada\"}" }, { id: "c2", name: "echo", arguments: "{\"command\":\"hi there\"}" }], finish: "tool_calls" }) },
       { kind: "stream", events: [chunk({ role: "assistant", content: "Greeted " }), chunk({ content: "Ada." }, "stop")] }
     ])
-    const run = await runCli(["run", exampleDir(), "--task", "greet Ada", "--json"])
+    const traceId = "0af7651916cd43dd8448eb211c80319c"
+    const run = await runCli(["run", exampleDir(), "--task", "greet Ada", "--json"], { TRACEPARENT: `00-${traceId}-b7ad6b7169203331-01` })
     expect(run.code, run.stderr).toBe(0)
     const { workdir } = exitEvent(run)
     expect(readFileSync(join(workdir, "out", "result.txt"), "utf8")).toBe("Greeted Ada.")
@@ -54,6 +55,10 @@ describe("examples/ollama (fake provider)", () => {
     const [first, second] = provider.requests
     expect(first!.path).toBe("/v1/chat/completions")
     expect(first!.headers.authorization).toBeUndefined()
+    // The gateway sets each turn's trace context: the caller's trace, one span per turn.
+    const contexts = provider.requests.map((request) => String(request.headers.traceparent).split("-"))
+    expect(contexts.map(([, trace]) => trace)).toEqual([traceId, traceId])
+    expect(new Set(contexts.map(([, , span]) => span)).size).toBe(2)
     expect(first!.body).toMatchObject({ model: "qwen2.5:3b", stream: true })
     expect(first!.body.tools.map((tool: { function: { name: string } }) => tool.function.name).sort()).toEqual(["date", "echo", "greet"])
     const tools = second!.body.messages.filter((message: { role: string }) => message.role === "tool")

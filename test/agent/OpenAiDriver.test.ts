@@ -295,6 +295,18 @@ describe("openai driver", () => {
     const seen = provider.requests[0]!
     expect(seen.path).toBe("/v1/chat/completions")
     expect(seen.headers.authorization).toBe("Bearer sk-host-only")
+    expect(seen.headers.traceparent).toBeUndefined()
+  })
+
+  it("through the inference gateway with a turn's trace context: the provider gets that traceparent", async () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    await drive(request(), [{ kind: "json", body: completion({ text: "traced" }) }], {
+      env: { MURMUR_INFERENCE_ENDPOINT: "http://127.0.0.1:9/v1" },
+      gateway: { scheme: "http", authority: `127.0.0.1:${provider.port}`, header: "Authorization", value: undefined, traceparent }
+    })
+    const seen = provider.requests[0]!
+    expect(seen.headers.traceparent).toBe(traceparent)
+    expect(seen.headers.authorization).toBeUndefined()
   })
 
   it("leaks nothing of the host's environment or other grant variables into the request or the response", async () => {

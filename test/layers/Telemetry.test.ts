@@ -2,8 +2,8 @@
  * OpenTelemetry over OTLP/HTTP: an in-process receiver on 127.0.0.1:0 takes what `serve
  * examples/hello` exports (OTEL_EXPORTER_OTLP_ENDPOINT) for one agent task sent with a
  * `traceparent`, and the span tree is checked: the caller's trace continues into `Door.request`,
- * the task (`TaskRunner.execute`, with its id and capsule), the guest runs (driver and tool) and
- * the shell command beneath it. Without an endpoint nothing is set up at all.
+ * the task (`TaskRunner.execute`, with its id and capsule), each agent turn with its driver and
+ * tool calls, the guest runs (driver and tool) and the shell command beneath it. Without an endpoint nothing is set up at all.
  * Needs `npm run build` (dist/ and the shipped guests).
  */
 import { spawn } from "node:child_process"
@@ -123,11 +123,15 @@ describe("TelemetryLive", () => {
       const shell = inTrace.find((span) => span.name === "Shell.run")
       assert.isDefined(shell)
       assert.include(ancestors(shell!), "TaskRunner.execute")
-      assert.strictEqual(inTrace.filter((span) => span.name === "AgentLoop.driver").length, 2)
+      const turns = inTrace.filter((span) => span.name === "AgentLoop.turn")
+      assert.deepStrictEqual(turns.map((span) => span.parentSpanId), [execute.spanId, execute.spanId])
+      const drivers = inTrace.filter((span) => span.name === "AgentLoop.driver")
+      assert.sameMembers(drivers.map((span) => span.parentSpanId!), turns.map((span) => span.spanId), "a driver call per turn, beneath it")
       const greet = inTrace.find((span) => span.name === "AgentLoop.tool" && attribute(span, "tool") === "greet")
       assert.isDefined(greet)
       assert.strictEqual(attribute(greet!, "outcome"), "passed")
       assert.include(ancestors(greet!), "TaskRunner.execute")
+      assert.strictEqual(byId.get(greet!.parentSpanId!)?.name, "AgentLoop.turn")
       assert.include(guestRuns.flatMap((run) => ancestors(run)), "AgentLoop.tool")
     } finally {
       child.kill("SIGKILL")

@@ -2,7 +2,7 @@
  * The 0.3 inference gateway (spec §3.3), inside the driver's worker: a request to
  * `http://127.0.0.1:9` (where nothing listens) is sent to the upstream endpoint instead, with
  * every header named like `inference_auth.header` dropped and the rendered auth header
- * inserted. The driver only ever sees the placeholder endpoint, never the key. An upstream's
+ * inserted (and the turn's `traceparent`). The driver only ever sees the placeholder endpoint, never the key. An upstream's
  * redirect is not followed (the shim never does): the driver gets the 3xx as is, and the key goes
  * to the upstream's own authority only.
  */
@@ -28,9 +28,12 @@ export const sendThroughGateway = <A>(request: any, gateway: InferenceGateway, s
   const own = Object.prototype.hasOwnProperty.call(fields, "entries")
   const entries = fields.entries.bind(fields) as () => Array<[string, Uint8Array]>
   const header = gateway.header.toLowerCase()
+  // The runtime's trace context replaces any the guest set: the provider's spans join the task's trace.
+  const replaced = gateway.traceparent === undefined ? [header] : [header, "traceparent"]
   fields.entries = () => [
-    ...entries().filter(([name]) => name.toLowerCase() !== header),
-    ...(gateway.value === undefined ? [] : [[gateway.header, encoder.encode(gateway.value)] as [string, Uint8Array]])
+    ...entries().filter(([name]) => !replaced.includes(name.toLowerCase())),
+    ...(gateway.value === undefined ? [] : [[gateway.header, encoder.encode(gateway.value)] as [string, Uint8Array]]),
+    ...(gateway.traceparent === undefined ? [] : [["traceparent", encoder.encode(gateway.traceparent)] as [string, Uint8Array]])
   ]
   try {
     return send()
