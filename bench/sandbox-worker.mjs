@@ -8,9 +8,12 @@
 //   runs → GuestWorker posts done/failed. The harness posts { type: "ready", t } and, once the
 //   component JS is in, { type: "timing", t }.
 // - breakdown (workerData.breakdown): times the parts of one nested tool call as GuestWorker's
-//   runTool does them (imports built, instantiate, run), `calls` times, and posts the samples.
+//   runTool does them (imports built, instantiate, run), `calls` times, and posts the samples:
+//   with the glue script workers load (GlueScript.ts: `WebAssembly.promising` redirected) and,
+//   as the same-run baseline, with jco's ESM glue as emitted (what workers ran before).
 // Timestamps are performance.timeOrigin + performance.now(), comparable across threads.
 import { readFileSync } from "node:fs"
+import { Script } from "node:vm"
 import { parentPort, workerData } from "node:worker_threads"
 
 const now = () => performance.timeOrigin + performance.now()
@@ -24,12 +27,8 @@ const murmur = await import(new URL("MurmurImports.js", dist).href)
 const wasi = await import(new URL("WasiImports.js", dist).href)
 t.deps = now()
 
-/** One nested call split like GuestWorker's runTool: build imports, instantiate, run. */
-const breakdown = async ({ guest, grant, calls }) => {
-  const glue = await import(guest.jsUrl)
-  const job = { inTask: false }
-  const channel = { post: () => {}, call: () => undefined }
-  const sinks = { stdout: () => {}, stderr: () => {} }
+/** One nested call split like GuestWorker's runTool: build imports, instantiate, run; `calls` times. */
+const split = (glue, { guest, grant, calls, job, channel, sinks }) => {
   const rows = []
   for (let i = 0; i < calls; i++) {
     let core = 0
@@ -51,11 +50,23 @@ const breakdown = async ({ guest, grant, calls }) => {
     if (result.data !== "x" + i) throw new Error("echo-tool answered " + JSON.stringify(result))
     rows.push({ imports: t1 - t0, instantiate: t2 - t1, coreInstances: core, glue: t2 - t1 - core, run: t3 - t2, total: t3 - t0, instanceCount: instances })
   }
+  return rows
+}
+
+const breakdown = async ({ guest, grant, calls }) => {
+  // The glue script GuestWorker loads, and (same-run baseline) jco's ESM glue as emitted.
+  const script = new Script(readFileSync(guest.scriptPath, "utf8"), { filename: guest.scriptPath }).runInThisContext()()
+  const esm = await import(guest.jsUrl)
+  const job = { inTask: false }
+  const channel = { post: () => {}, call: () => undefined }
+  const sinks = { stdout: () => {}, stderr: () => {} }
+  const rows = split(script, { guest, grant, calls, job, channel, sinks })
+  const esmRows = split(esm, { guest, grant, calls, job, channel, sinks })
   // What-if (not what GuestWorker does: it instantiates per call): one instance, `run` called again.
   const reused = []
   let reuseError
   try {
-    const root = glue.instantiate((name) => guest.modules[name], { ...wasi.wasiImports(grant, sinks), ...murmur.toolMurmurImports(job, channel) })
+    const root = script.instantiate((name) => guest.modules[name], { ...wasi.wasiImports(grant, sinks), ...murmur.toolMurmurImports(job, channel) })
     for (let i = 0; i < calls; i++) {
       const t0 = performance.now()
       const result = root["murmur:tool/run@0.1.0"].run({ data: "y" + i, logPath: undefined })
@@ -65,7 +76,7 @@ const breakdown = async ({ guest, grant, calls }) => {
   } catch (error) {
     reuseError = String(error?.message ?? error)
   }
-  parentPort.postMessage({ type: "breakdown", rows, reused, reuseError })
+  parentPort.postMessage({ type: "breakdown", rows, esmRows, reused, reuseError })
 }
 
 /**

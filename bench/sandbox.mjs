@@ -417,14 +417,19 @@ if (PARTS.has("tool")) {
   const rows = answer.rows.slice(1)
   await worker.terminate()
   part.breakdown = Object.fromEntries(Object.keys(rows[0]).map((k) => [k, stats(rows.map((r) => r[k]))]))
+  // Same-run baseline: the same steps with jco's ESM glue as emitted (WebAssembly.promising not redirected).
+  const esmRows = answer.esmRows.slice(1)
+  part.breakdownEsmGlue = Object.fromEntries(Object.keys(esmRows[0]).map((k) => [k, stats(esmRows.map((r) => r[k]))]))
   const reused = answer.reused.slice(1)
   if (reused.length > 0) part.whatIfReusedInstanceRun = stats(reused)
   if (answer.reuseError !== undefined) part.whatIfReusedInstanceError = answer.reuseError
-  part.samples = { steady, firstCall, runsN, runs0, runsAllow, breakdown: rows, reused }
+  part.samples = { steady, firstCall, runsN, runs0, runsAllow, breakdown: rows, breakdownEsmGlue: esmRows, reused }
   say(`tool call (invoke echo-tool, in-guest monotonic clock, calls 2..${TOOL_CALLS} of ${TOOL_RUNS} runs): ${fmt(part.perCallInGuest)}  [target p50 ≤ 5 ms: ${part.perCallInGuest.p50 <= 5 ? "met" : "MISSED"}]`)
   say(`  first call of a run: ${fmt(part.firstCallOfRun)}`)
   const b = part.breakdown
   say(`  split (p50 ms): build WASI+murmur imports ${b.imports.p50} + instantiate ${b.instantiate.p50} (${b.instanceCount.p50} core instances ${b.coreInstances.p50}, jco glue ${b.glue.p50}) + run ${b.run.p50} = ${b.total.p50}`)
+  const e = part.breakdownEsmGlue
+  say(`  same steps, jco's ESM glue as emitted (baseline): instantiate ${e.instantiate.p50} (jco glue ${e.glue.p50}) + run ${e.run.p50} = ${e.total.p50} → glue script ${round(e.total.p50 / b.total.p50, 1)}x faster`)
   if (part.whatIfReusedInstanceRun !== undefined) say(`  what-if, one echo-tool instance reused (run called again, no instantiate): ${fmt(part.whatIfReusedInstanceRun)}`)
   if (part.whatIfReusedInstanceError !== undefined) say(`  what-if, one echo-tool instance reused: failed: ${part.whatIfReusedInstanceError}`)
   say(`  host view: run with ${TOOL_CALLS} calls p50 ${part.runWithCalls.p50} ms vs 0 calls p50 ${part.runWithoutCalls.p50} ms → ${part.meanPerCallFromHost} ms/call; capsule-allowlisted run p50 ${part.capsuleAllowlistedRun.p50} ms`)

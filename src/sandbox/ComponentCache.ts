@@ -35,7 +35,7 @@ export interface ComponentCacheConfig {
 }
 
 /** Bumped whenever the transpile options or the on-disk layout change. */
-const layoutVersion = "jco-1.35.0-sync-3"
+const layoutVersion = "jco-1.35.0-sync-4"
 
 /** The glue rewritten as a classic script (GlueScript.ts). */
 const SCRIPT = "component.script.js"

@@ -35,6 +35,7 @@ const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; r
   "chunks-tool": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
   "request-input-tool": { imports: ["murmur:task/task@0.1.0"], exports: [TOOL_RUN] },
   "capsule-calls-tool": { imports: [TOOL_RUN, INVOKE], exports: [CAPSULE_RUN] },
+  "counter-tool": { imports: [], exports: [TOOL_RUN] },
   "capsule-bad-version": { imports: [], exports: ["murmur:capsule/run@0.2.0"] },
   "tool-bad-import": { imports: [TOOL_RUN, "murmur:tool-registry/invoke@0.9.0"], exports: [TOOL_RUN] },
   "capsule-trap": { imports: [], exports: [CAPSULE_RUN] },

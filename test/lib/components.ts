@@ -121,8 +121,14 @@ export const fixtures = {
     kind: "js",
     source: "js/capsule-calls-tool.js",
     world: "capsule-calls-tool",
-    behaviour: "invokes env TOOL_NAME with data env TOOL_DATA; writes result data (else summary, else \"\") or the err " +
-      "to ./out/result.txt"
+    behaviour: "invokes env TOOL_NAME with data env TOOL_DATA, env CALLS times (default 1); writes each result's data " +
+      "(else summary, else \"\") or the err to ./out/result.txt, joined by \",\""
+  },
+  "counter-tool": {
+    kind: "js",
+    source: "js/counter-tool.js",
+    world: "echo-tool",
+    behaviour: "a module-level counter: each run adds one and returns passed, summary \"ok\", data = the counter (\"1\" from a fresh instance)"
   },
   "capsule-send-message": {
     kind: "js",

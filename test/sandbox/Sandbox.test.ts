@@ -3,13 +3,16 @@
  * (pre-instantiated) workers, interruption.
  */
 import { Effect, Exit, Fiber, Layer, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Script } from "node:vm"
 import { describe, expect, it } from "vitest"
 import { ComponentCache } from "../../src/sandbox/ComponentCache.js"
 import type { GuestGrant } from "../../src/sandbox/GuestJob.js"
 import { type GuestTemplate, Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
+import { toolMurmurImports } from "../../src/sandbox/worker/MurmurImports.js"
+import { wasiImports } from "../../src/sandbox/worker/WasiImports.js"
 import { buildComponent, type FixtureName } from "../lib/components.js"
 
 const cacheDirectory = new URL("../../.cache/cli-components", import.meta.url).pathname
@@ -166,6 +169,44 @@ describe("Sandbox", () => {
       const outcome = yield* sandbox.run({ ...template, deadlineSeconds: 30, input: {}, host: silentHost }).pipe(Effect.flip)
       expect(outcome.reason).toBe("InstanceLimit")
       expect(yield* sandbox.liveWorkers()).toBe(0)
+    })
+    await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
+  })
+  it("every nested tool call gets a fresh instance: a tool counting in a global answers 1 each time, on a fresh or a held worker", async () => {
+    const program = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      const cache = yield* ComponentCache
+      const counter = yield* cache.load(yield* Effect.promise(() => buildComponent("counter-tool")), limits)
+      const capsule = (grant: GuestGrant) =>
+        templateOf("capsule-calls-tool", { kind: "capsule" }, grant).pipe(Effect.map((template) => ({
+          ...template,
+          allowlist: ["counter-tool"],
+          tools: { "counter-tool": { component: counter, grant: grantOf(), deadlineSeconds: 30 } }
+        })))
+      const env = { TOOL_NAME: "counter-tool", CALLS: "4" }
+      const fresh = yield* capsule(grantOf(env))
+      yield* sandbox.run({ ...fresh, deadlineSeconds: 30, host: silentHost })
+      expect(readFileSync(join(fresh.grant.preopen!, "out", "result.txt"), "utf8")).toBe("1,1,1,1")
+      const held = yield* capsule(grantOf(env))
+      yield* sandbox.warm(held, 1)
+      yield* eventually(sandbox.idleWorkers(), (n) => n === 1)
+      yield* sandbox.run({ ...held, deadlineSeconds: 30, host: silentHost })
+      expect(readFileSync(join(held.grant.preopen!, "out", "result.txt"), "utf8")).toBe("1,1,1,1")
+      // A tool run on its own (held worker, then its replacement) starts from a fresh instance too.
+      const tool = yield* templateOf("counter-tool", { kind: "tool", name: "counter-tool" })
+      yield* sandbox.warm(tool, 1)
+      for (let i = 0; i < 2; i++) {
+        yield* eventually(sandbox.idleWorkers(), (n) => n === 2)
+        expect((yield* sandbox.run({ ...tool, deadlineSeconds: 30, input: {}, host: silentHost })).result?.data).toBe("1")
+      }
+      // Control: the fixture does count. One instance whose run is called again answers 2.
+      const glue = new Script(readFileSync(counter.guest.scriptPath, "utf8")).runInThisContext()()
+      const sinks = { stdout: () => undefined, stderr: () => undefined }
+      const channel = { post: () => undefined, call: () => undefined }
+      const job = { inTask: false } as Parameters<typeof toolMurmurImports>[0]
+      const root = glue.instantiate((name: string) => counter.guest.modules[name], { ...wasiImports(grantOf(), sinks), ...toolMurmurImports(job, channel) })
+      const run = root["murmur:tool/run@0.1.0"].run
+      expect([run({ data: undefined, logPath: undefined }).data, run({ data: undefined, logPath: undefined }).data]).toEqual(["1", "2"])
     })
     await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
   })
