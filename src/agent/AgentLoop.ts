@@ -158,7 +158,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       trust: input.provenance.trust,
       lane: laneOf(input.provenance.origin),
       ...(input.provenance.delegationId === undefined ? {} : { delegation_id: input.provenance.delegationId }),
-      message_parts_bytes: Buffer.byteLength(input.text)
+      message_parts_bytes: Buffer.byteLength(input.text),
+      queued_ms: input.queuedMs ?? 0
     }))
 
     const toolHost = (): GuestHost => ({

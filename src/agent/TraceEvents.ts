@@ -51,6 +51,11 @@ export interface TaskStartFields {
   readonly delegation_id?: string
   /** Byte length of the task message text. */
   readonly message_parts_bytes: number
+  /**
+   * Ours, beyond the reference's schema: milliseconds the task waited in the registry between
+   * submission and start (`max_active` reached), rounded down; 0 when it started at once.
+   */
+  readonly queued_ms?: number
 }
 
 export type TaskExitStatus =
@@ -205,6 +210,19 @@ export interface A2aTaskReceivedFields {
   readonly traceparent_from_caller: string | null
 }
 
+/** One `murmur:message/send` a script capsule made that a peer answered with a task. */
+export interface A2aSendFields {
+  readonly peer_url: string
+  readonly message_id: string
+  /** The peer's task and context, as it answered them. */
+  readonly task_id: string
+  readonly context_id: string
+  /** The W3C `traceparent` the request carried (the current span's); `null` when it carried none. */
+  readonly traceparent: string | null
+  /** The trust the request was stamped with (`x-murmur-task-trust`). */
+  readonly trust: Trust
+}
+
 /** The typed events; any other event type takes free-form fields. */
 export interface TraceEventFields {
   readonly session_start: SessionStartFields
@@ -220,6 +238,7 @@ export interface TraceEventFields {
   readonly shell_abandoned: ShellAbandonedFields
   readonly task_canceled: TaskCanceledFields
   readonly a2a_task_received: A2aTaskReceivedFields
+  readonly a2a_send: A2aSendFields
 }
 
 /** Events with their own `Trace` method, which owns their place in the tree. */

@@ -28,6 +28,8 @@ export interface TaskInput {
   readonly messageId: string
   readonly text: string
   readonly provenance: Provenance
+  /** How long the task waited in the registry before it started, in whole ms (0: at once; absent: not known). */
+  readonly queuedMs?: number
 }
 
 /** What a running task can do. Every call is tied to the task it was handed for. */

@@ -86,6 +86,21 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const inboxes = new Map<string, Inbox>()
     /** The span of the request that submitted a task, while it waits to run (traced runs only). */
     const parents = new Map<string, Tracer.AnySpan>()
+    /** When each accepted task was submitted (`performance.now()`), until it starts or is dropped: its `queuedMs`. */
+    const submittedAt = new Map<string, number>()
+    /** When the last dispatch pass ended: a task submitted since did not wait behind `max_active`. */
+    let lastPass = 0
+
+    /** A traced task's wait in the registry, from submission to start, under the request that submitted it. */
+    const queuedSpan = (taskId: string, parent: Tracer.AnySpan, from: number, to: number) =>
+      Effect.tracerWith((tracer) =>
+        Effect.sync(() => {
+          const nanos = (at: number) => BigInt(Math.round((performance.timeOrigin + at) * 1e6))
+          const span = tracer.span("TaskRunner.queued", Option.some(parent), Context.empty(), [], nanos(from), "internal")
+          span.attribute("taskId", taskId)
+          span.end(nanos(to), Exit.void)
+        })
+      )
 
     const residue = Effect.zipWith(detached.list(), delegations.list(), residueItems)
 
@@ -148,8 +163,15 @@ const makeRunner = (config: TaskRunnerConfig) =>
         Effect.ignore
       )
 
-    const execute = (task: Task) => {
+    /** `since`: when the pass before the one starting it ended. */
+    const execute = (task: Task, since: number) => {
       const startedAt = Date.now()
+      const started = performance.now()
+      const submitted = submittedAt.get(task.id) ?? started
+      submittedAt.delete(task.id)
+      // Started by the first pass after its submission, it did not queue (its 0 is not a scheduling delay).
+      const waited = submitted < since
+      const parent = parents.get(task.id)
       const inbox: Inbox = { queued: [], waiting: undefined }
       inboxes.set(task.id, inbox)
       const state: TurnState = { turn: 1, text: "", streamedLast: "", closedLast: false }
@@ -216,9 +238,11 @@ const makeRunner = (config: TaskRunnerConfig) =>
         contextId: task.contextId,
         messageId: task.history[0]?.messageId ?? "",
         text: task.history[0] === undefined ? "" : textOf(task.history[0]),
-        provenance: task.provenance
+        provenance: task.provenance,
+        queuedMs: waited ? Math.floor(started - submitted) : 0
       }
-      return capsule.run(input, io).pipe(
+      const run = capsule.run(input, io)
+      return (parent === undefined || !waited ? run : Effect.zipRight(queuedSpan(task.id, parent, submitted, started), run)).pipe(
         Effect.tap(() => flushTurn),
         Effect.onExit((exit) => finish(task.id, exit, state)),
         Effect.ensuring(logFinished(task.id, startedAt)),
@@ -228,18 +252,19 @@ const makeRunner = (config: TaskRunnerConfig) =>
         Effect.withSpan("TaskRunner.execute", {
           attributes: { taskId: task.id, contextId: task.contextId, capsule: capsule.info.name, origin: task.provenance.origin },
           // The request that submitted it (and so the caller's traceparent) is the task's parent.
-          ...(parents.has(task.id) ? { parent: parents.get(task.id)! } : {})
+          ...(parent === undefined ? {} : { parent })
         })
       )
     }
 
     const dispatch = lock.withPermits(1)(Effect.gen(function*() {
+      const since = lastPass
       while (true) {
         const next = yield* registry.startNext()
-        if (Option.isNone(next)) return
+        if (Option.isNone(next)) return void (lastPass = performance.now())
         const task = next.value
         yield* emit(task, { _tag: "Status", state: "working", message: "working", final: false })
-        yield* FiberMap.run(fibers, task.id, execute(task))
+        yield* FiberMap.run(fibers, task.id, execute(task, since))
       }
     }))
 
@@ -249,6 +274,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const submit = Effect.fnUntraced(function*(input: NewTask) {
       const acceptance = yield* registry.accept(input)
       if (acceptance._tag === "Accepted") {
+        submittedAt.set(acceptance.task.id, performance.now())
         // Only a traced request has a span (the door makes none when nothing is exported).
         const span = yield* Effect.serviceOption(Tracer.ParentSpan)
         if (Option.isSome(span)) parents.set(acceptance.task.id, span.value)
@@ -291,6 +317,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
         if (task.state === "submitted") {
           inboxes.delete(taskId)
           parents.delete(taskId)
+          submittedAt.delete(taskId)
           const canceled = yield* registry.update(taskId, { state: "canceled", statusMessage: canceledMessage }).pipe(Effect.orDie)
           yield* emit(canceled, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
         } else {
