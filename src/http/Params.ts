@@ -80,9 +80,12 @@ export const decodeSendParams = (
       return Either.left(new InvalidParams({ detail: `message.role must be "user" or "agent"` }))
     }
     if (strict && wire.parts.length === 0) return Either.left(new InvalidParams({ detail: "message.parts must not be empty" }))
+    // A message in A2A shapes (`kind` on it or on a part) names every part's kind; one with no
+    // `kind` anywhere is read as the reference's, which infers text from a `text` field.
+    const kindRequired = strict && (wire.kind === "message" || wire.parts.some((part) => part.kind !== undefined))
     const parts: Array<TextPart> = []
     for (const part of wire.parts) {
-      const kind = part.kind ?? (part.text === undefined ? undefined : "text")
+      const kind = kindRequired ? part.kind : part.kind ?? (part.text === undefined ? undefined : "text")
       if (kind === "file" || kind === "data") {
         return Either.left(new ContentTypeNotSupported({ detail: `this capsule takes text parts only, not ${kind} parts` }))
       }
@@ -110,7 +113,8 @@ export const decodeSendParams = (
       },
       taskId,
       contextId,
-      blocking: decoded.configuration?.blocking === true,
+      // A2A servers (the SDK's, a2a-python's) block unless told not to; the reference never blocks unasked.
+      blocking: strict ? decoded.configuration?.blocking !== false : decoded.configuration?.blocking === true,
       historyLength: decoded.configuration?.historyLength ?? undefined
     })
   })

@@ -14,6 +14,7 @@ import {
   openDoor,
   openStream,
   post,
+  referenceMessage,
   rpc,
   type SseEvent,
   sleep,
@@ -51,8 +52,9 @@ const errorOf = (reply: { body: any }) => {
 
 const textOf = (parts: ReadonlyArray<any> | undefined) => (parts ?? []).map((part) => part.text ?? "").join("")
 
-/** Starts a task and returns at once (no `configuration` ⇒ non-blocking). */
-const start = async (url: string, text: string, extra: Record<string, unknown> = {}) => resultOf(await rpc(url, "message/send", send(text, extra)))
+/** Starts a task and returns at once (`blocking: false`; A2A's default is to block). */
+const start = async (url: string, text: string, extra: Record<string, unknown> = {}) =>
+  resultOf(await rpc(url, "message/send", send(text, extra, { blocking: false })))
 
 /** Opens an SSE call, reads it to its end (bounded by a timeout), and parses every `data`. */
 const streamAll = async (url: string, method: string, params: unknown, options: { id?: string | number; headers?: Record<string, string> } = {}) => {
@@ -282,7 +284,8 @@ describe("message/send", () => {
     expect(task.kind).toBe("task")
     expect(typeof task.id).toBe("string")
     expect(typeof task.contextId).toBe("string")
-    expect(["submitted", "working"]).toContain(task.status.state)
+    // Blocking by default: the echo capsule's turn ends asking for more.
+    expect(task.status.state).toBe("input-required")
     expect(typeof task.status.timestamp).toBe("string")
     expect(Number.isNaN(Date.parse(task.status.timestamp))).toBe(false)
     expect(task.history[0]).toMatchObject({ kind: "message", role: "user", parts: [{ kind: "text", text: "hello" }] })
@@ -325,14 +328,14 @@ describe("message/send", () => {
     const first = resultOf(await rpc(url, "message/send", send("one", {}, { blocking: true })))
     expect(first.status.state).toBe("input-required")
     expect(textOf(first.status.message.parts)).toBe(followUpPrompt)
-    const resumed = resultOf(await rpc(url, "message/send", send("two", { taskId: first.id, contextId: first.contextId })))
+    const resumed = resultOf(await rpc(url, "message/send", send("two", { taskId: first.id, contextId: first.contextId }, { blocking: false })))
     expect(resumed.id).toBe(first.id)
     expect(resumed.status.state).toBe("working")
     const settled = await waitForState(url, first.id, ["input-required"])
     expect(textOf(settled.artifacts.at(-1).parts)).toBe("echo: two")
   })
 
-  it("SEND-6: blocking:true waits for a terminal or interrupted state; absent returns at once", async () => {
+  it("SEND-6: blocking:true or absent waits for a terminal or interrupted state; blocking:false returns at once", async () => {
     const { url } = await open()
     let began = Date.now()
     const blocked = resultOf(await rpc(url, "message/send", send("/sleep 300", {}, { blocking: true })))
@@ -342,11 +345,16 @@ describe("message/send", () => {
     expect(interrupted.status.state).toBe("input-required")
     expect(textOf(interrupted.status.message.parts)).toBe("name?")
     began = Date.now()
-    const quick = resultOf(await rpc(url, "message/send", send("/sleep 300")))
-    expect(["submitted", "working"]).toContain(quick.status.state)
-    expect(Date.now() - began).toBeLessThan(250)
+    const absent = resultOf(await rpc(url, "message/send", send("/sleep 300")))
+    expect(absent.status.state).toBe("completed")
+    expect(Date.now() - began).toBeGreaterThanOrEqual(280)
     const explicit = resultOf(await rpc(url, "message/send", send("/sleep 300", {}, { blocking: false })))
     expect(["submitted", "working"]).toContain(explicit.status.state)
+    // The reference dialect (no `kind`, no configuration) keeps its own default: it never blocks unasked.
+    began = Date.now()
+    const reference = (await rpc(url, "message/send", { message: referenceMessage("/sleep 300") })).body.result
+    expect(["submitted", "working"]).toContain(reference.status.state)
+    expect(Date.now() - began).toBeLessThan(280)
   })
 
   it("SEND-7: a busy capsule answers a Task in state rejected", async () => {
@@ -370,6 +378,18 @@ describe("message/send", () => {
     const data = await rpc(url, "message/send", { message: a2aMessage("x", { parts: [{ kind: "text", text: "t" }, { kind: "data", data: { a: 1 } }] }) })
     expect(errorOf(data).code).toBe(-32005)
     expect(errorOf(data).message).toBe("Incompatible content types")
+  })
+
+  it("SEND-9: an A2A part without a kind, or of another kind, answers -32602; the reference dialect reads `text` as a text part", async () => {
+    const { url } = await open()
+    for (const part of [{ text: "no kind" }, { kind: "image", text: "x" }, { kind: null, text: "x" }]) {
+      const reply = errorOf(await rpc(url, "message/send", { message: a2aMessage("x", { parts: [{ kind: "text", text: "ok" }, part] }) }))
+      expect(reply.code, JSON.stringify(part)).toBe(-32602)
+    }
+    const reference = (await rpc(url, "message/send", { message: referenceMessage("/complete plain") })).body
+    expect(reference.error).toBeUndefined()
+    // `/complete` was read from the kind-less part: the task completes.
+    await waitForState(url, reference.result.id, ["completed"])
   })
 })
 

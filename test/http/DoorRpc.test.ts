@@ -37,10 +37,11 @@ const sendRef = async (url: string, text: string, headers: Record<string, string
 }
 
 /** Posts an A2A `message/send` and returns its result. */
+/** An A2A `message/send`, non-blocking unless asked (A2A's own default, blocking, is in Conformance SEND-6). */
 const sendA2a = async (url: string, text: string, options: { blocking?: boolean; extra?: Record<string, unknown>; headers?: Record<string, string> } = {}) => {
   const reply = await rpc(url, "message/send", {
     message: a2aMessage(text, options.extra),
-    ...(options.blocking === undefined ? {} : { configuration: { blocking: options.blocking } })
+    configuration: { blocking: options.blocking ?? false }
   }, { headers: options.headers ?? {} })
   expect(reply.body.error).toBeUndefined()
   return reply.body.result

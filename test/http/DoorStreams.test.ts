@@ -182,7 +182,7 @@ describe("message/stream, A2A dialect", () => {
 
   it("two streams of one task carry the same events, each with its own request id and its own append flags", async () => {
     const { url } = await open()
-    const first = await stream(url, "message/stream", { message: a2aMessage("/stream 8 40") }, { id: "s" })
+    const first = await stream(url, "message/stream", { message: a2aMessage("/stream 8 40"), configuration: { blocking: false } }, { id: "s" })
     const early = await readUntil(first.events, (event) => event.data !== undefined && dataOf(event).result?.artifact?.parts?.[0]?.text === "chunk 3 ")
     const taskId = dataOf(early[0]!).result.id
     const second = await stream(url, "tasks/resubscribe", { id: taskId }, { id: "r" })
@@ -272,7 +272,7 @@ describe("stream/watch", () => {
     await rpc(url, "message/send", { message: a2aMessage("turn two", { taskId: taskA.id }), configuration: { blocking: true } })
     await waitForState(url, taskA.id, ["input-required"])
     // A2A-shaped, so it starts a task instead of answering A's pending input.
-    const taskB = (await rpc(url, "message/send", { message: a2aMessage("/complete bee") })).body.result
+    const taskB = (await rpc(url, "message/send", { message: a2aMessage("/complete bee"), configuration: { blocking: false } })).body.result
     await waitForState(url, taskB.id, ["completed"])
     await rpc(url, "tasks/cancel", { id: taskA.id })
 
@@ -429,7 +429,7 @@ describe("stream/watch", () => {
 describe("tasks/resubscribe", () => {
   it("sends the current Task first, then live events to the end", async () => {
     const { url } = await open()
-    const created = await rpc(url, "message/send", { message: a2aMessage("/stream 5 40") })
+    const created = await rpc(url, "message/send", { message: a2aMessage("/stream 5 40"), configuration: { blocking: false } })
     const taskId = created.body.result.id
     await waitForState(url, taskId, ["working"])
     const { headers, events } = await stream(url, "tasks/resubscribe", { id: taskId }, { id: "r" })
@@ -476,7 +476,7 @@ describe("tasks/resubscribe", () => {
   it("with Last-Event-ID replays the task's frames after the cursor", async () => {
     const { url } = await open()
     const watch = await stream(url, "stream/watch", {})
-    const created = await rpc(url, "message/send", { message: a2aMessage("/stream 8 40") })
+    const created = await rpc(url, "message/send", { message: a2aMessage("/stream 8 40"), configuration: { blocking: false } })
     const taskId = created.body.result.id
     // Wait for a few of its frames, then resubscribe from the second one.
     const seen = await readUntil(watch.events, (event) => event.event === "text" && dataOf(event).text === "chunk 3 ")

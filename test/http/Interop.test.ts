@@ -354,11 +354,13 @@ describe("@a2a-js/sdk 0.3.14 A2AClient (deprecated)", () => {
     expect(task.status.state).toBe("completed")
   })
 
-  it("sendMessage without configuration returns at once; with blocking:true it settles", async () => {
+  it("sendMessage with blocking:false returns at once; without configuration (A2A's default) or with blocking:true it settles", async () => {
     const client = await connect()
-    const quick = resultOf(await client.sendMessage(params("/sleep 300")))
+    const quick = resultOf(await client.sendMessage(params("/sleep 300", {}, { blocking: false })))
     expect(quick.kind).toBe("task")
     expect(["submitted", "working"]).toContain(quick.status.state)
+    const settled = resultOf(await client.sendMessage(params("/sleep 100")))
+    expect(settled.status.state).toBe("completed")
     const blocking = resultOf(await client.sendMessage(params("hello", {}, { blocking: true })))
     expect(blocking.status.state).toBe("input-required")
     const fetched = resultOf(await client.getTask({ id: blocking.id }))
@@ -386,7 +388,7 @@ describe("@a2a-js/sdk 0.3.14 A2AClient (deprecated)", () => {
 
   it("cancelTask: running → canceled; completed → error -32002", async () => {
     const client = await connect()
-    const running = resultOf(await client.sendMessage(params("/forever")))
+    const running = resultOf(await client.sendMessage(params("/forever", {}, { blocking: false })))
     await waitForState(door!.url, running.id, ["working"])
     const canceled = resultOf(await client.cancelTask({ id: running.id }))
     expect(canceled.status.state).toBe("canceled")
@@ -397,7 +399,7 @@ describe("@a2a-js/sdk 0.3.14 A2AClient (deprecated)", () => {
 
   it("resubscribeTask on a live task", async () => {
     const client = await connect()
-    const started = resultOf(await client.sendMessage(params("/stream 5 60")))
+    const started = resultOf(await client.sendMessage(params("/stream 5 60", {}, { blocking: false })))
     await waitForState(door!.url, started.id, ["working"])
     const events = await drain(client.resubscribeTask({ id: started.id }))
     const last = expectTaskStream(events, started.id)

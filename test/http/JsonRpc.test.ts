@@ -99,6 +99,37 @@ describe("message params", () => {
     assert.isTrue(Either.isRight(decoded))
     if (Either.isRight(decoded)) assert.deepStrictEqual([decoded.right.blocking, decoded.right.historyLength], [true, 2])
   })
+
+  it("A2A blocks unless blocking is false; the reference blocks only when blocking is true (property)", () => {
+    const configurations = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.record({ blocking: fc.constantFrom(true, false, null, undefined) }, { requiredKeys: [] })
+    )
+    fc.assert(fc.property(configurations, fc.boolean(), (configuration, strict) => {
+      const message = strict
+        ? { kind: "message", messageId: "m", role: "user", parts: [{ kind: "text", text: "x" }] }
+        : { messageId: "m", role: "user", parts: [{ text: "x" }] }
+      const decoded = decode({ message, ...(configuration === undefined ? {} : { configuration }) }, strict)
+      const asked = configuration?.blocking
+      return Either.isRight(decoded) && decoded.right.blocking === (strict ? asked !== false : asked === true)
+    }))
+  })
+
+  it("an A2A-shaped message's parts must each name text, file or data; a kind-less message reads text (property)", () => {
+    const kinds = fc.oneof(fc.constant(undefined), fc.constantFrom("text", "file", "data"), fc.string())
+    fc.assert(fc.property(fc.array(kinds, { minLength: 1, maxLength: 4 }), fc.boolean(), (partKinds, messageKind) => {
+      const parts = partKinds.map((kind) => ({ ...(kind === undefined ? {} : { kind }), text: "x" }))
+      const decoded = decode({ message: { ...(messageKind ? { kind: "message" } : {}), messageId: "m", role: "user", parts } }, true)
+      const shaped = messageKind || partKinds.some((kind) => kind !== undefined)
+      const effective = partKinds.map((kind) => (shaped ? kind : "text"))
+      const unknown = effective.some((kind) => kind !== "text" && kind !== "file" && kind !== "data")
+      const unsupported = effective.some((kind) => kind === "file" || kind === "data")
+      if (unknown) return Either.isLeft(decoded) && (decoded.left._tag === "InvalidParams" || (unsupported && decoded.left._tag === "ContentTypeNotSupported"))
+      if (unsupported) return Either.isLeft(decoded) && decoded.left._tag === "ContentTypeNotSupported"
+      return Either.isRight(decoded) && decoded.right.message.parts.length === parts.length
+    }))
+  })
 })
 
 describe("SSE framing", () => {

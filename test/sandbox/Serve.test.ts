@@ -277,7 +277,7 @@ describe("serve a script capsule (in process)", () => {
     const served = await serveScript(dir, { TOOL_NAME: "request-input-tool", TOOL_DATA: "Pick?" }, { inputTimeoutMs: 1_000 })
     expect(await served.liveWorkers()).toBe(0)
     const ask = async (text: string) => {
-      const task = (await rpc(served.url, "message/send", { message: a2aMessage(text) })).body.result
+      const task = (await rpc(served.url, "message/send", { message: a2aMessage(text), configuration: { blocking: false } })).body.result
       await waitForState(served.url, task.id, ["input-required"], 15_000)
       expect(await served.liveWorkers()).toBe(1)
       return task
@@ -301,7 +301,7 @@ describe("serve a script capsule (in process)", () => {
 
     // Two at once: one runs, one waits in the queue (max one at a time); cancel both.
     const first = await ask("four")
-    const queued = (await rpc(served.url, "message/send", { message: a2aMessage("five") })).body.result
+    const queued = (await rpc(served.url, "message/send", { message: a2aMessage("five"), configuration: { blocking: false } })).body.result
     expect((await rpc(served.url, "tasks/get", { id: queued.id })).body.result.status.state).toBe("submitted")
     expect(await served.liveWorkers()).toBe(1)
     expect((await rpc(served.url, "tasks/cancel", { id: queued.id })).body.result.status.state).toBe("canceled")
@@ -313,7 +313,7 @@ describe("serve a script capsule (in process)", () => {
   it("ends a live run's worker when the session closes", async () => {
     const dir = await capsuleDir({ capsule: "capsule-spin-loop", capabilities: "  limits:\n    deadline_seconds: 120\n" })
     const served = await serveScript(dir, {})
-    const task = (await rpc(served.url, "message/send", { message: a2aMessage("spin") })).body.result
+    const task = (await rpc(served.url, "message/send", { message: a2aMessage("spin"), configuration: { blocking: false } })).body.result
     await waitFor("the guest's worker", async () => (await served.liveWorkers()) === 1, 10_000)
     expect((await rpc(served.url, "tasks/get", { id: task.id })).body.result.status.state).toBe("working")
     await served.close()
