@@ -8,7 +8,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
 import { loadAnyProject } from "../sandbox/CapsuleProject.js"
-import { prepareScript, runScript } from "../sandbox/ScriptLaunch.js"
+import { prepareScript, runScriptOnce } from "../sandbox/ScriptLaunch.js"
 import { defaultKeepSessions } from "../sandbox/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
@@ -67,7 +67,7 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
     const project = loaded.project
     const prepared = yield* prepareScript(project, { sessionId, workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
     for (const warning of prepared.warnings) yield* Console.error(warning)
-    const outcome = yield* runScript(prepared, {
+    const outcome = yield* runScriptOnce(prepared, {
       inTask: false,
       trust: "untrusted",
       host: {
@@ -78,7 +78,8 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
     }).pipe(Effect.either)
     if (outcome._tag === "Left") {
       const stderr = outcome.left._tag === "SandboxError" ? outcome.left.stderr : undefined
-      return yield* reportLaunchFailure("E-RUN-001", outcome.left.message, options.json, prepared.workdir, stderr)
+      const code = outcome.left._tag === "TraceWriteFailed" ? outcome.left.code : "E-RUN-001"
+      return yield* reportLaunchFailure(code, outcome.left.message, options.json, prepared.workdir, stderr)
     }
     if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir }))
     else yield* Console.log(`status:  ok\nworkdir: ${prepared.workdir}`)

@@ -132,7 +132,10 @@ export const serveCommand = Command.make(
       for (const warning of script.warnings) yield* Console.error(warning)
       return yield* announce(options.json, { workdir: script.workdir }).pipe(
         Effect.provide(Layer.fresh(script.layer)),
-        Effect.catchTag("ServeError", bindFailure(chosen))
+        Effect.catchTags({
+          ServeError: bindFailure(chosen),
+          TraceWriteFailed: (error) => reportLaunchFailure(error.code, error.message, options.json, script.workdir)
+        })
       )
     }).pipe((effect) => launching(effect, options.json, 1))
   }

@@ -4,11 +4,16 @@
  * `out/result.txt` as its answer. Its tools' chunks stream into the task, their request-input
  * puts the task in `input-required`, and cancelling the task terminates the worker. Those files are
  * opened without following links (./WorkdirFs.ts): a task that meets one fails, naming it.
+ * The layer writes the session's `trace.jsonl` (./ScriptTrace.ts): `session_start` when built,
+ * each task's lines, `session_end` when closed; a trace that cannot be opened fails the layer
+ * with `TraceWriteFailed` (E-RUN-007), as an agent session's does.
  */
 import { Effect, Layer } from "effect"
+import type { TraceWriteFailed } from "../agent/Trace.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { Sandbox } from "./Sandbox.js"
 import { type PreparedScript, runScript } from "./ScriptLaunch.js"
+import { openScriptTrace } from "./ScriptTrace.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
 export const scriptInfo = (prepared: PreparedScript): CapsuleInfo => {
@@ -25,17 +30,30 @@ export const scriptInfo = (prepared: PreparedScript): CapsuleInfo => {
 }
 
 export const ScriptCapsule = {
-  layer: (prepared: PreparedScript) =>
-    Layer.effect(
+  layer: (prepared: PreparedScript): Layer.Layer<Capsule, TraceWriteFailed, Sandbox> =>
+    Layer.scoped(
       Capsule,
       Effect.gen(function*() {
         const sandbox = yield* Sandbox
         const { workdir } = prepared
+        const trace = yield* openScriptTrace(prepared)
         const refused = (error: WorkdirFs.WorkdirPathRefused) => new CapsuleFailure({ message: error.message })
         return Capsule.of({
           info: scriptInfo(prepared),
           run: (input, io) =>
-            Effect.gen(function*() {
+            trace.task({
+              taskId: input.taskId,
+              contextId: input.contextId,
+              source: input.provenance.hostSource ?? "a2a",
+              origin: input.provenance.origin,
+              trust: input.provenance.trust,
+              delegationId: input.provenance.delegationId,
+              messageBytes: Buffer.byteLength(input.text),
+              queuedMs: input.queuedMs ?? 0,
+              received: input.provenance.hostSource === undefined
+                ? { messageId: input.messageId, traceparent: input.provenance.traceparent ?? null }
+                : undefined
+            }, (sent) => Effect.gen(function*() {
               yield* WorkdirFs.attempt(() => {
                 WorkdirFs.write(workdir, "task.md", input.text)
                 WorkdirFs.remove(workdir, "out/result.txt")
@@ -44,6 +62,7 @@ export const ScriptCapsule = {
               yield* runScript(prepared, {
                 inTask: true,
                 trust: input.provenance.trust,
+                sent,
                 host: {
                   text: io.text,
                   thinking: io.thinking,
@@ -59,7 +78,7 @@ export const ScriptCapsule = {
               if (timedOut) return yield* new CapsuleFailure({ message: "input-timeout" })
               const response = yield* WorkdirFs.attempt(() => WorkdirFs.read(workdir, "out/result.txt") ?? "").pipe(Effect.mapError(refused))
               return { response }
-            })
+            })).pipe(Effect.catchTag("TraceWriteFailed", (error) => new CapsuleFailure({ message: error.message })))
         })
       })
     )

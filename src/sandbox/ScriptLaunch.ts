@@ -1,12 +1,16 @@
 /**
  * Launching a script capsule: its components loaded (checked, transpiled, capped, compiled), the
  * grants of the capsule and of each allowlisted tool built, the workdir made; then `run()` in a
- * fresh worker, as many times as the caller wants (once for `run`, once per task for `serve`).
+ * fresh worker, as many times as the caller wants (once for `run`, once per task for `serve`),
+ * each run a task in the launch's `trace.jsonl` (./ScriptTrace.ts).
  */
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
+import type { TraceWriteFailed } from "../agent/Trace.js"
+import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
+import { outgoingTraceHeaders } from "../services/Tracing.js"
 import { artifactData, artifactLabel, type CapsuleProject } from "./CapsuleProject.js"
 import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
 import { type ContainmentDecision, containmentFor } from "./containment/ContainmentDecision.js"
@@ -18,6 +22,7 @@ import { sendPeerMessage } from "./PeerMessage.js"
 import type { ProjectError } from "./ProjectError.js"
 import { type GuestHost, type GuestOutcome, Sandbox, type ToolSpec } from "./Sandbox.js"
 import type { SandboxError } from "./SandboxError.js"
+import { openScriptTrace, type RecordSend } from "./ScriptTrace.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
 export interface LaunchOptions {
@@ -31,6 +36,8 @@ export interface PreparedScript {
   readonly project: CapsuleProject
   readonly sessionId: string
   readonly workdir: string
+  /** Where `trace.jsonl` goes: the workdir, or `<workdir>/.murmur/<session id>` with `--workdir` (as an agent's). */
+  readonly sessionDirectory: string
   readonly capsule: CompiledComponent
   readonly grant: GuestGrant
   readonly ceiling: ReadonlyArray<NetworkRule>
@@ -72,6 +79,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       project,
       sessionId: options.sessionId,
       workdir,
+      sessionDirectory: options.workdir === undefined ? workdir : join(workdir, ".murmur", options.sessionId),
       capsule,
       grant: granted.grant,
       ceiling: yield* ceilingRules(project.manifest),
@@ -118,6 +126,8 @@ export interface ScriptHost {
   readonly inTask: boolean
   readonly trust: Trust
   readonly host: Omit<GuestHost, "sendMessage" | "stdout" | "stderr">
+  /** Told of each `message/send` a peer answered with a task (its `a2a_send` line). */
+  readonly sent: RecordSend
 }
 
 /** Runs the capsule's `run()` once in a fresh worker; a refused `logs/guest.log` fails the run once it ends. */
@@ -140,9 +150,44 @@ export const runScript = (
       artifacts: prepared.artifacts,
       host: {
         ...options.host,
-        sendMessage: (call) => sendPeerMessage(prepared.ceiling, options.trust, call),
+        sendMessage: (call) =>
+          Effect.tap(sendPeerMessage(prepared.ceiling, options.trust, call), (answer) =>
+            // The same span as the request's, so the same traceparent it carried.
+            Effect.flatMap(outgoingTraceHeaders, (headers) =>
+              options.sent({
+                peer_url: call.peerUrl,
+                message_id: call.messageId,
+                task_id: answer.taskId,
+                context_id: answer.contextId,
+                traceparent: headers["traceparent"] ?? null,
+                trust: options.trust
+              }))),
         stdout: log.write,
         stderr: log.write
       }
     }).pipe(Effect.ensuring(log.close), Effect.zipLeft(log.refused))
   })
+
+/**
+ * `run <dir>`: `run()` once, framed as the launch's one task (source `task_md`, trust
+ * `untrusted` as its sends are stamped) and its session in `trace.jsonl`.
+ */
+export const runScriptOnce = (
+  prepared: PreparedScript,
+  options: Omit<ScriptHost, "sent">
+): Effect.Effect<GuestOutcome, SandboxError | WorkdirFs.WorkdirPathRefused | TraceWriteFailed, Sandbox> =>
+  Effect.scoped(Effect.gen(function*() {
+    const trace = yield* openScriptTrace(prepared)
+    // The guest may read a task.md left in a --workdir; its size is the task's message.
+    // (A link or a directory there is the guest's to meet; here it only counts as no message.)
+    const task = yield* Effect.try(() => WorkdirFs.read(prepared.workdir, "task.md")).pipe(Effect.orElseSucceed(() => undefined))
+    return yield* trace.task({
+      taskId: mintId("tsk"),
+      contextId: mintId("ctx"),
+      source: "task_md",
+      origin: "user",
+      trust: options.trust,
+      messageBytes: task === undefined ? 0 : Buffer.byteLength(task),
+      queuedMs: 0
+    }, (sent) => runScript(prepared, { ...options, sent }))
+  }))
