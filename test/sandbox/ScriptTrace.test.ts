@@ -6,10 +6,10 @@
  * goes to `.murmur/<session>/` and frames one `task_md` task. The peer is a real door (scripted
  * capsule) on 127.0.0.1:0.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Either, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { SessionLive } from "../../src/layers/Main.js"
 import { loadProject } from "../../src/sandbox/CapsuleProject.js"
@@ -169,5 +169,30 @@ describe("a script capsule's trace.jsonl", () => {
     expect(lines[2]).toMatchObject({ peer_url: peer.url, message_id: "capsule-send-message-1", task_id: peerTaskId, context_id: peerContextId, trust: "untrusted" })
     expect(lines[2]!.traceparent).toBe((await peer.run(peer.registry.get(peerTaskId!))).provenance.traceparent ?? null)
     expect(lines[3]).toMatchObject({ task_id: lines[1]!.task_id, exit_status: "ok" })
+  }, 60_000)
+
+  it("a .murmur link in the --workdir is not followed: the run is refused with E-RUN-007 before its guest runs", async () => {
+    const peer = await openDoor()
+    cleanups.push(() => peer.close())
+    const { dir, env } = await sender(peer)
+    const { sandboxContext } = await inProcessSandbox(env, cleanups)
+    const base = mkdtempSync(join(tmpdir(), "script-trace-link-"))
+    cleanups.push(() => rmSync(base, { recursive: true, force: true }))
+    const [workdir, outside] = [join(base, "workdir"), join(base, "outside")]
+    mkdirSync(workdir)
+    mkdirSync(outside)
+    symlinkSync(outside, join(workdir, ".murmur"))
+    const prepared = await prepare(dir, env, sandboxContext, workdir)
+
+    const outcome = await Effect.runPromise(runScriptOnce(prepared, {
+      inTask: false,
+      trust: "untrusted",
+      host: { text: () => Effect.void, thinking: () => Effect.void, requestInput: () => Effect.fail({ message: "no input here" }) }
+    }).pipe(Effect.either, Effect.provide(sandboxContext)))
+
+    expect(Either.isLeft(outcome) && outcome.left).toMatchObject({ _tag: "TraceWriteFailed", code: "E-RUN-007" })
+    expect(readdirSync(outside)).toEqual([])
+    expect(existsSync(join(workdir, "out", "result.txt"))).toBe(false)
+    expect(await peer.run(peer.registry.stats())).toMatchObject({ retained: 0 })
   }, 60_000)
 })
