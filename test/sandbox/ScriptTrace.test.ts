@@ -95,7 +95,7 @@ describe("a script capsule's trace.jsonl", () => {
 
     // Both submitted at once: whichever is accepted second waits while the other runs its guest and its send.
     const texts = ["first", "second"]
-    const replies = await Promise.all(texts.map((text) => rpc(url, "message/send", { message: a2aMessage(text) })))
+    const replies = await Promise.all(texts.map((text) => rpc(url, "message/send", { message: a2aMessage(text), configuration: { blocking: false } })))
     const textOf = new Map(replies.map((reply, index) => [reply.body.result.id as string, texts[index]!]))
     for (const taskId of textOf.keys()) expect(await waitForState(url, taskId, ["completed"], 15_000)).toMatchObject({ status: { state: "completed" } })
     await close()
