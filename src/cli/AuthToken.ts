@@ -7,6 +7,7 @@ import { Options } from "@effect/cli"
 import { Config } from "effect"
 
 export const authToken = Options.redacted("auth-token").pipe(
+  Options.withPseudoName("TOKEN"),
   Options.withFallbackConfig(Config.redacted("CAPSULE_RUNTIME_AUTH_TOKEN")),
   Options.optional,
   Options.withDescription("Bearer token of the door (default: $CAPSULE_RUNTIME_AUTH_TOKEN; none: no authentication)")

@@ -4,14 +4,15 @@
  * guest with its time; each failure as `error[CODE]: …` naming the guest and its directory;
  * exit 1 when anything failed.
  */
-import { Args, Command } from "@effect/cli"
+import { Command } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { relative } from "node:path"
 import { planCapsuleBuild } from "../build/CapsuleBuild.js"
 import { buildGuestDir, isUpToDate } from "../build/GuestBuild.js"
 import { exitWith } from "./Exit.js"
+import { existingArg } from "./Flags.js"
 
-const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule (or tool) directory holding murmur.yaml"))
+const dir = existingArg("dir", "directory", "The capsule (or tool) directory holding murmur.yaml")
 
 const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`
 

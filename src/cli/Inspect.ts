@@ -3,14 +3,15 @@
  * this runtime can run it, and as what (the loader's own checks, so what it calls runnable loads).
  * Exit 0 when it can, 1 when it cannot.
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect } from "effect"
 import { readWorld, runnableAs, supportedMurmur, unsupported } from "../sandbox/ComponentWorld.js"
 import { digestOf, foldExtendedConst } from "../sandbox/ComponentCache.js"
 import { exitWith } from "./Exit.js"
+import { existingArg } from "./Flags.js"
 
-const file = Args.file({ name: "file.wasm", exists: "yes" })
+const file = existingArg("file.wasm", "file", "A WebAssembly component (.wasm)")
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object"))
 
 export const inspectCommand = Command.make("inspect", { file, json }, ({ file, json }) =>

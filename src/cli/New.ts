@@ -7,11 +7,10 @@ import { Console, Effect } from "effect"
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { exitWith } from "./Exit.js"
+import { choiceArg } from "./Flags.js"
 import { schemaModeline, templateFiles, type TemplateKind } from "./Templates.js"
 
-const kind = Args.choice<TemplateKind>([["agent", "agent"], ["tool", "tool"], ["script", "script"]], { name: "agent|tool|script" }).pipe(
-  Args.withDescription("agent: a driver, a tool and a shell grant; tool: a TypeScript murmur:tool; script: a murmur:capsule run()")
-)
+const kind = choiceArg<TemplateKind>("agent|tool|script", ["agent", "tool", "script"], "agent: a driver, a tool and a shell grant; tool: a TypeScript murmur:tool; script: a murmur:capsule run()")
 const dir = Args.text({ name: "dir" }).pipe(Args.withDescription("Where to create it (must not exist, or be empty)"))
 
 /** A manifest name from the directory: lower case, letters, digits and dashes. */

@@ -4,7 +4,7 @@
  * `--json`, the last stdout line is the `exit` event. An agent capsule runs one task with its
  * door listening (./AgentRun.ts).
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
 import { loadAnyProject } from "../sandbox/CapsuleProject.js"
@@ -13,21 +13,21 @@ import { defaultKeepSessions } from "../sandbox/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
 import { doorPort } from "./DoorPort.js"
-import { integerFlag } from "./Flags.js"
+import { directoryFlag, existingArg, integerFlag, textFlag } from "./Flags.js"
 import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 import { keepNewest } from "./Retention.js"
 
-const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
-const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir (default <dir>/workdir/<session>)"), Options.optional)
+const dir = existingArg("dir", "directory", "The capsule directory (holding murmur.yaml)")
+const workdir = directoryFlag("workdir", "Workdir (default <dir>/workdir/<session>)").pipe(Options.optional)
 const keepSessions = integerFlag("keep-sessions", {
   min: 1,
   placeholder: "N",
   description: `Session workdirs kept under <dir>/workdir/ without --workdir, this one included; older ones are deleted at start (default ${defaultKeepSessions})`
 }).pipe(Options.withDefault(defaultKeepSessions))
 const json = Options.boolean("json").pipe(Options.withDescription("End with one JSON exit event on stdout"))
-const task = Options.text("task").pipe(Options.withDescription("An agent capsule's task (else <workdir>/task.md, else the first A2A task)"), Options.optional)
-const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address an agent capsule's door binds"))
+const task = textFlag("task", "TEXT", "An agent capsule's task (else <workdir>/task.md, else the first A2A task)").pipe(Options.optional)
+const host = textFlag("host", "HOST", "Address an agent capsule's door binds (default 127.0.0.1)").pipe(Options.withDefault("127.0.0.1"))
 const port = integerFlag("port", {
   min: 0,
   max: 65535,

@@ -16,13 +16,13 @@ import { mintId } from "../services/Ids.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { agentSession } from "../layers/AgentSession.js"
 import { bindFailureMessage, type DoorPort, doorPort } from "./DoorPort.js"
-import { choiceFlag, integerFlag } from "./Flags.js"
+import { choiceFlag, directoryFlag, existingArg, integerFlag, textFlag } from "./Flags.js"
 import { authToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 import { keepNewest } from "./Retention.js"
 
-const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("A capsule directory (script or agent)"), Args.optional)
-const host = Options.text("host").pipe(Options.withDefault("127.0.0.1"), Options.withDescription("Address to bind"))
+const dir = existingArg("dir", "directory", "A capsule directory (script or agent); without one, the built-in scripted capsule").pipe(Args.optional)
+const host = textFlag("host", "HOST", "Address to bind; without --auth-token keep it on loopback (default 127.0.0.1)").pipe(Options.withDefault("127.0.0.1"))
 const port = integerFlag("port", {
   min: 0,
   max: 65535,
@@ -36,19 +36,22 @@ const queueDepth = integerFlag("queue-depth", { min: 0, placeholder: "N", descri
 const maxActive = integerFlag("max-active", { min: 1, placeholder: "N", description: "Most tasks running at once; a script capsule runs one (default 4)" }).pipe(Options.withDefault(4))
 const maxBody = integerFlag("max-body-bytes", { min: 1, placeholder: "BYTES", description: "Largest request body (default 1048576)" }).pipe(Options.withDefault(1024 * 1024))
 const retain = integerFlag("retain-tasks", { min: 0, placeholder: "N", description: "Finished tasks kept for tasks/get (default 1000)" }).pipe(Options.withDefault(1000))
-const retainBytes = Options.integer("retain-bytes").pipe(
-  Options.withDefault(256 * 1024 * 1024),
-  Options.withDescription("Bytes of finished tasks kept for tasks/get (their text); the oldest are forgotten first")
-)
-const replayBytes = Options.integer("replay-bytes").pipe(
-  Options.withDefault(16 * 1024 * 1024),
-  Options.withDescription("Bytes of stream frames kept for Last-Event-ID replay (besides the 512-frame count)")
-)
-const maxWatchers = Options.integer("max-watchers").pipe(
-  Options.withDefault(64),
-  Options.withDescription("Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused")
-)
-const workdir = Options.directory("workdir").pipe(Options.withDescription("Workdir of a capsule from a directory (default <dir>/workdir/<session>)"), Options.optional)
+const retainBytes = integerFlag("retain-bytes", {
+  min: 0,
+  placeholder: "BYTES",
+  description: "Bytes of finished tasks kept for tasks/get (their text); the oldest are forgotten first (default 268435456)"
+}).pipe(Options.withDefault(256 * 1024 * 1024))
+const replayBytes = integerFlag("replay-bytes", {
+  min: 0,
+  placeholder: "BYTES",
+  description: "Bytes of stream frames kept for Last-Event-ID replay, besides the 512-frame count (default 16777216)"
+}).pipe(Options.withDefault(16 * 1024 * 1024))
+const maxWatchers = integerFlag("max-watchers", {
+  min: 1,
+  placeholder: "N",
+  description: "Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused (default 64)"
+}).pipe(Options.withDefault(64))
+const workdir = directoryFlag("workdir", "Workdir of a capsule from a directory (default <dir>/workdir/<session>)").pipe(Options.optional)
 const keepSessions = integerFlag("keep-sessions", {
   min: 1,
   placeholder: "N",

@@ -7,7 +7,7 @@
  * any error, and on any warning with `--strict`. A tool or driver directory (its `murmur.yaml`
  * has `runtime:`) is checked as an artifact manifest.
  */
-import { Args, Command, Options } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Either } from "effect"
 import { join } from "node:path"
@@ -16,9 +16,10 @@ import { isAgentCapsule, parseManifest } from "../sandbox/Manifest.js"
 import { parseArtifactManifest } from "../sandbox/manifest/ArtifactManifest.js"
 import { MANIFEST_FILENAME } from "../sandbox/manifest/ManifestError.js"
 import { exitWith } from "./Exit.js"
+import { existingArg } from "./Flags.js"
 import { checkCapsuleFiles } from "./ValidateChecks.js"
 
-const dir = Args.directory({ name: "dir", exists: "yes" }).pipe(Args.withDescription("The capsule directory (holding murmur.yaml)"))
+const dir = existingArg("dir", "directory", "The capsule directory (holding murmur.yaml)")
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
 const strict = Options.boolean("strict").pipe(Options.withDescription("Exit 1 on warnings too"))
 

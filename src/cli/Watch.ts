@@ -12,6 +12,7 @@ import { follow, requireDoorUrl, type RetryPolicy } from "./DoorClient.js"
 import { DoorClientLive } from "../layers/DoorClient.js"
 import { authToken } from "./AuthToken.js"
 import { exitWith } from "./Exit.js"
+import { integerFlag } from "./Flags.js"
 import { defaultRenderOptions, finish, initialState, jsonLine, render, type RenderOptions, type WatchFrame } from "./WatchRenderer.js"
 
 export { defaultRetry, doorUrl, type RetryPolicy, WatchError } from "./DoorClient.js"
@@ -50,19 +51,24 @@ export const watch = Effect.fn("Watch.watch")(function*(input: string, options: 
 
 const url = Args.text({ name: "url" }).pipe(Args.withDescription("The door: http://host:port/ or host:port"))
 const json = Options.boolean("json").pipe(Options.withDescription("Print each frame as one JSON line {id, event, data}"))
-const width = Options.integer("width").pipe(Options.withDefault(defaultRenderOptions.width), Options.withDescription("Most characters of a tool result shown"))
+const width = integerFlag("width", {
+  min: 8,
+  placeholder: "N",
+  description: `Most characters of a tool result shown (default ${defaultRenderOptions.width})`
+}).pipe(Options.withDefault(defaultRenderOptions.width))
 const fullIds = Options.boolean("full-ids").pipe(Options.withDescription("Print task ids whole"))
-const lastEventId = Options.integer("last-event-id").pipe(
-  Options.optional,
-  Options.withDescription("Start after this event id (default: everything the door still holds)")
-)
+const lastEventId = integerFlag("last-event-id", {
+  min: 0,
+  placeholder: "ID",
+  description: "Start after this event id (default: everything the door still holds)"
+}).pipe(Options.optional)
 
 export const watchCommand = Command.make("watch", { url, json, width, fullIds, lastEventId, authToken }, (options) =>
   Effect.gen(function*() {
     const terminal = yield* Terminal.Terminal
     yield* watch(options.url, {
       json: options.json,
-      render: { width: Math.max(8, options.width), fullIds: options.fullIds },
+      render: { width: options.width, fullIds: options.fullIds },
       lastEventId: Option.getOrUndefined(options.lastEventId),
       out: (text) => Effect.orDie(terminal.display(text)),
       notice: (line) => Console.error(line)
