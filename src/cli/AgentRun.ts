@@ -73,6 +73,16 @@ const resultOf = (workdir: string): string | undefined => {
   return text.length > 2000 ? `${text.slice(0, 2000)}…` : text
 }
 
+/**
+ * Whether `out/result.txt` only repeats the status message: a failed task's message already
+ * carries the reason ("session ended: request to … failed") that the file holds as "error: …",
+ * and printing both says it twice. A result that says more is still printed.
+ */
+const repeatsMessage = (message: string | undefined, result: string) => {
+  const reason = result.trim().replace(/^error:\s*/, "")
+  return message !== undefined && reason !== "" && message.includes(reason)
+}
+
 export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
   Effect.gen(function*() {
     const lifecycle = effectiveLifecycle(project.manifest)
@@ -112,7 +122,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
           }))
         } else {
           if (!ok) yield* Console.error(`task ${task.id} ${task.state}${task.statusMessage === undefined ? "" : `: ${task.statusMessage}`}`)
-          if (result !== undefined) yield* Console.error(result)
+          if (result !== undefined && !repeatsMessage(task.statusMessage, result)) yield* Console.error(result)
           yield* Console.log(`status:  ${ok ? "ok" : "failed"}\nworkdir: ${workdir}`)
         }
         // A signal ends a sleeping run by interruption, which carries no status of its own.
