@@ -9,6 +9,10 @@
 // Knobs (environment): BENCH_PARTS=throughput,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=3  BENCH_SECONDS=2.5
 // BENCH_WARMUP=2  BENCH_CONNECTIONS=10  FANOUT_OBSERVERS=500  FANOUT_TASKS=10  FANOUT_CHUNKS=997
 // FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  FANOUT_PAIRS=3  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
+// BENCH_WORKLOADS=mix,send,get (which throughput workloads)
+// BENCH_DOOR_B=<path of another build's main.js, e.g. a copy of dist/ from before a change> BENCH_DOOR_B_LABEL=<name>:
+//   a second door measured in every round right after the first (raw, sdk, door, door B), for A/B of two builds.
+// BENCH_OUT=<file> (default bench/results/door-<date>.json; parts not run this time are kept from an existing file)
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -37,6 +41,10 @@ const FANOUT_TIMEOUT_S = num("FANOUT_TIMEOUT_S", 150)
 const FANOUT_PAIRS = num("FANOUT_PAIRS", 3)
 const CANCEL_N = num("CANCEL_N", 200)
 const NODE_FLAGS = env("BENCH_NODE_FLAGS", "").split(/\s+/).filter(Boolean)
+const WORKLOADS = env("BENCH_WORKLOADS", "mix,send,get").split(",")
+const DOOR_B = env("BENCH_DOOR_B", "")
+const DOOR_B_LABEL = env("BENCH_DOOR_B_LABEL", "doorB")
+const load1 = () => round(os.loadavg()[0])
 
 const log = (...args) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...args)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -84,8 +92,8 @@ const startServer = (name, args) =>
     })
   })
 
-const startDoor = (extra = []) =>
-  startServer("door", ["dist/main.js", "serve", "--json", "--max-active", "100000", "--queue-depth", "100000", ...extra])
+const startDoor = (extra = [], main = "dist/main.js", name = "door") =>
+  startServer(name, [main, "serve", "--json", "--max-active", "100000", "--queue-depth", "100000", ...extra])
 const startRaw = () => startServer("raw", ["bench/raw-server.mjs"])
 const startSdk = () => startServer("sdk", ["bench/sdk-server.mjs"])
 
@@ -219,29 +227,51 @@ const median = (xs) => {
  */
 const throughput = async () => {
   const door = await startDoor()
+  const doorB = DOOR_B === "" ? undefined : await startDoor([], DOOR_B, DOOR_B_LABEL)
   const raw = await startRaw()
   const sdk = await startSdk()
   try {
     // The door's known task: a running "/forever" task (running tasks are never evicted).
     const seeded = await rpc(door.url, "message/send", message("/forever", -1))
     const doorLoads = workloads(seeded.result.id)
+    const doorBLoads = doorB === undefined ? undefined : workloads((await rpc(doorB.url, "message/send", message("/forever", -1))).result.id)
     const rawLoads = workloads(raw.known_task)
     const sdkLoads = sdkWorkloads(sdk.known_task)
     const out = {}
-    for (const kind of ["mix", "send", "get"]) {
+    for (const kind of WORKLOADS) {
+      const loadAtStart = load1()
       await warmUp(raw, rawLoads[kind])
       await warmUp(sdk, sdkLoads[kind])
       await warmUp(door, doorLoads[kind])
+      if (doorB !== undefined) await warmUp(doorB, doorBLoads[kind])
       const pairs = []
       for (let i = 0; i < (kind === "get" ? GET_PAIRS : PAIRS); i++) {
         const r = await measure(raw, rawLoads[kind])
         const k = await measure(sdk, sdkLoads[kind])
+        // With a second door, the two swap places every round (A B, B A, ...): neither always runs after the SDK.
+        const bFirst = doorB !== undefined && i % 2 === 1
+        const b0 = bFirst ? await measure(doorB, doorBLoads[kind]) : undefined
         const d = await measure(door, doorLoads[kind])
-        pairs.push({ raw: r, sdk: k, door: d, ratio: d.rps / r.rps, sdkRatio: d.rps / k.rps })
-        log(`throughput ${kind} round ${i + 1}: raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), sdk ${Math.round(k.rps)} req/s (${round(k.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req); door/sdk ${round(d.rps / k.rps)}, door/raw ${round(d.rps / r.rps)}`)
+        const b = doorB === undefined ? undefined : b0 ?? await measure(doorB, doorBLoads[kind])
+        pairs.push({ raw: r, sdk: k, door: d, ratio: d.rps / r.rps, sdkRatio: d.rps / k.rps, load1: load1(), ...(b === undefined ? {} : { doorB: b, bRatio: b.rps / r.rps, bSdkRatio: b.rps / k.rps, doorOverB: d.rps / b.rps }) })
+        log(`throughput ${kind} round ${i + 1} (load ${load1()}): raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), sdk ${Math.round(k.rps)} req/s (${round(k.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req); door/sdk ${round(d.rps / k.rps)}, door/raw ${round(d.rps / r.rps)}` +
+          (b === undefined ? "" : `; ${DOOR_B_LABEL} ${Math.round(b.rps)} req/s (${round(b.serverCpuUsPerReq, 1)} µs CPU/req), ${DOOR_B_LABEL}/sdk ${round(b.rps / k.rps)}, door/${DOOR_B_LABEL} ${round(d.rps / b.rps)}`))
       }
       const mean = (f) => pairs.reduce((s, p) => s + f(p), 0) / pairs.length
+      const bSummary = doorB === undefined ? {} : {
+        doorB: {
+          label: DOOR_B_LABEL,
+          main: DOOR_B,
+          rps: mean((p) => p.doorB.rps),
+          cpuUsPerReq: mean((p) => p.doorB.serverCpuUsPerReq),
+          sdkRatio: mean((p) => p.doorB.rps) / mean((p) => p.sdk.rps),
+          rawRatio: mean((p) => p.doorB.rps) / mean((p) => p.raw.rps),
+          doorOverB: pairs.map((p) => p.doorOverB)
+        }
+      }
       out[kind] = {
+        loadAtStart,
+        ...bSummary,
         rawRps: mean((p) => p.raw.rps),
         sdkRps: mean((p) => p.sdk.rps),
         doorRps: mean((p) => p.door.rps),
@@ -261,9 +291,10 @@ const throughput = async () => {
         pairs
       }
     }
-    return { mix: out.mix, sendOnly: out.send, getOnly: out.get }
+    return { date: new Date().toISOString(), mix: out.mix, sendOnly: out.send, getOnly: out.get }
   } finally {
     await door.stop()
+    await doorB?.stop()
     await raw.stop()
     await sdk.stop()
   }
@@ -542,6 +573,7 @@ const main = async () => {
   const started = Date.now()
   const results = {
     date: new Date().toISOString(),
+    loadAverage: os.loadavg().map((x) => round(x)),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}` },
     settings: { connections: CONNECTIONS, sliceSeconds: SECONDS, warmupSeconds: WARMUP, mixPairs: PAIRS, getPairs: GET_PAIRS, nodeFlags: NODE_FLAGS }
   }
@@ -555,6 +587,8 @@ const main = async () => {
   const t = results.throughput
   if (t) {
     for (const [label, w] of [["message/send+tasks/get", t.mix], ["message/send only", t.sendOnly], ["tasks/get only", t.getOnly]]) {
+      if (w === undefined) continue
+      if (w.doorB !== undefined) rows.push([`  ${w.doorB.label} ${label}`, `${Math.round(w.doorB.rps)} req/s, ${round(w.doorB.cpuUsPerReq, 1)} µs CPU/req`, `${w.doorB.label}/sdk ${round(w.doorB.sdkRatio)}, ${w.doorB.label}/raw ${round(w.doorB.rawRatio)}; door/${w.doorB.label} per round ${w.doorB.doorOverB.map((r) => round(r)).join(", ")}`])
       rows.push([`throughput ${label}, ${CONNECTIONS} conns`, `door ${Math.round(w.doorRps)} req/s, sdk ${Math.round(w.sdkRps)} req/s, raw ${Math.round(w.rawRps)} req/s`, `door/sdk ${round(w.sdkRatio)} (rounds ${w.sdkRatios.map((r) => round(r)).join(", ")}), door/raw ${round(w.ratio)} (rounds ${w.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(w.doorCpuUsPerReq, 1)} µs, sdk ${round(w.sdkCpuUsPerReq, 1)} µs, raw ${round(w.rawCpuUsPerReq, 1)} µs`])
     }
   }
@@ -574,7 +608,15 @@ const main = async () => {
 
   const dir = join(here, "results")
   mkdirSync(dir, { recursive: true })
-  const file = join(dir, `door-${results.date.slice(0, 10)}.json`)
+  const file = env("BENCH_OUT", join(dir, `door-${results.date.slice(0, 10)}.json`))
+  // Parts not run this time are kept from an earlier run of the same file (each part carries its own date).
+  let kept = {}
+  try {
+    kept = JSON.parse(readFileSync(file, "utf8"))
+  } catch {}
+  for (const part of ["throughput", "fanout", "cancel", "resource"]) {
+    if (results[part] === undefined && kept[part] !== undefined) results[part] = { ...kept[part], date: kept[part].date ?? kept.date }
+  }
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
   console.log(`results: ${file}`)
   const failed = (f && (f.lost > 0 || f.duplicated > 0 || f.laggedEvents > 0 || f.complete !== f.observers)) || (c && c.notCanceled > 0)

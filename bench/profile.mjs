@@ -1,7 +1,7 @@
 // Profiles a door workload: starts the door (or the raw server) with --cpu-prof, drives it with
 // autocannon, stops it and summarises the .cpuprofile by self time: per bucket (node internals,
 // effect runtime, @effect/platform, project code, GC, idle) and the top functions.
-// usage: node bench/profile.mjs [mix|get] [door|raw|variant:<name>] [seconds]   (after `npm run build`)
+// usage: node bench/profile.mjs [mix|get|send] [door|raw|variant:<name>] [seconds]   (after `npm run build`)
 //        node bench/profile.mjs summary <file.cpuprofile>   (summarise a profile taken elsewhere, e.g. the
 //        fan-out server's: BENCH_PARTS=fanout BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=<dir>" node bench/door.mjs)
 import autocannon from "autocannon"
@@ -48,7 +48,11 @@ const dir = mkdtempSync(join(tmpdir(), "door-prof-"))
   const known = info.known_task ?? (await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/forever" }] } } }))).result.id
   const get = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: known } })
   const headers = { "content-type": "application/json" }
-  const requests = kind === "get" ? [{ method: "POST", path: "/", headers, body: get }] : [{ method: "POST", path: "/", headers, body: send }, { method: "POST", path: "/", headers, body: get }]
+  const requests = kind === "get"
+    ? [{ method: "POST", path: "/", headers, body: get }]
+    : kind === "send"
+    ? [{ method: "POST", path: "/", headers, body: send }]
+    : [{ method: "POST", path: "/", headers, body: send }, { method: "POST", path: "/", headers, body: get }]
   const result = await autocannon({ url: info.url, connections: 10, duration: seconds, requests })
   console.log(`${target} ${kind}: ${Math.round(result.requests.total / seconds)} req/s, non2xx ${result.non2xx}, errors ${result.errors}`)
   await new Promise((resolve) => {
