@@ -18,10 +18,19 @@ import { internalError, type RpcError, toRpcError } from "./RpcErrors.js"
 import { sseHeaders } from "./Sse.js"
 import { makeStreamSlots } from "./StreamSlots.js"
 
-const jsonResponse = (body: string, status = 200, headers: Record<string, string> = {}) =>
-  HttpServerResponse.text(body, { status, contentType: "application/json", headers })
+/**
+ * A JSON answer with its length known: the body stays a string (no `TextEncoder` copy), so Node
+ * writes head and body in one piece.
+ */
+const jsonResponse = (body: string, status = 200, headers?: Record<string, string>) =>
+  HttpServerResponse.raw(body, {
+    status,
+    contentType: "application/json",
+    contentLength: Buffer.byteLength(body),
+    ...(headers === undefined ? {} : { headers })
+  })
 
-const errorResponse = (id: RpcId, error: RpcError, status = 200, headers: Record<string, string> = {}) =>
+const errorResponse = (id: RpcId, error: RpcError, status = 200, headers?: Record<string, string>) =>
   jsonResponse(encodeError(id, error), status, headers)
 
 export const makeRpcRoute = Effect.gen(function*() {

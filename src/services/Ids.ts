@@ -21,14 +21,22 @@ const randomBytes = (n: number): Uint8Array => {
   return bytes
 }
 
+const variants = ["8", "9", "a", "b"]
+// The time part changes once a millisecond; ids minted within one reuse its hex.
+let lastMs = -1
+let lastTime = ""
+
 /** A UUIDv7 without dashes: 48-bit unix ms, version 7, 74 random bits with the RFC 4122 variant. */
 export const uuidv7Simple = (now: number = Date.now()): string => {
-  const random = randomBytes(10)
-  const time = now.toString(16).padStart(12, "0").slice(-12)
-  let tail = ""
-  for (let i = 0; i < 10; i++) tail += hex[random[i]!]
-  const variant = ((parseInt(tail.slice(3, 4), 16) & 0x3) | 0x8).toString(16)
-  return `${time}7${tail.slice(0, 3)}${variant}${tail.slice(4, 19)}`
+  const r = randomBytes(10)
+  if (now !== lastMs) {
+    lastMs = now
+    lastTime = now.toString(16).padStart(12, "0").slice(-12)
+  }
+  const second = hex[r[1]!]!
+  // 3 random hex digits after the version, the variant (from the low bits of the 4th), then 15 more.
+  return lastTime + "7" + hex[r[0]!]! + second[0] + variants[r[1]! & 0x3] + hex[r[2]!] + hex[r[3]!] + hex[r[4]!] + hex[r[5]!] + hex[r[6]!] +
+    hex[r[7]!] + hex[r[8]!] + hex[r[9]!]![0]
 }
 
 export const mintId = (prefix: IdPrefix): string => `${prefix}_${uuidv7Simple()}`

@@ -123,7 +123,17 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
     Layer.sync(TaskRegistry, () => makeRegistry({ ...defaultRegistryConfig, ...config }))
 }
 
-const now = () => new Date().toISOString()
+// Transitions come in bursts (accept, start, finish within a millisecond): format each ms once.
+let lastMs = -1
+let lastIso = ""
+const now = () => {
+  const ms = Date.now()
+  if (ms !== lastMs) {
+    lastMs = ms
+    lastIso = new Date(ms).toISOString()
+  }
+  return lastIso
+}
 
 export const makeRegistry = (config: TaskRegistryConfig) => {
   const tasks = new Map<string, Task>()
