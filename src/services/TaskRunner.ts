@@ -15,6 +15,7 @@ import { type ResidueItem, residueItems } from "./Residue.js"
 import { isTerminal, type Message, type Task, textOf } from "./Task.js"
 import type { TaskEvent } from "./TaskEvent.js"
 import { type Acceptance, type NewTask, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
+import { spansWanted } from "./Tracing.js"
 
 /** A follow-up for a task that can take no more input (terminal, or its input queue is full). */
 export class TaskNotAcceptingInput extends Schema.TaggedError<TaskNotAcceptingInput>()("TaskNotAcceptingInput", {
@@ -84,6 +85,9 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const lock = yield* Effect.makeSemaphore(1)
     const wake = yield* Queue.sliding<void>(1)
     const inboxes = new Map<string, Inbox>()
+    // Without a tracer that exports, a task gets no span (and its request's is not looked up):
+    // building one per task cost ~8% of a task's CPU for spans no one receives.
+    const traced = yield* spansWanted
     /** The span of the request that submitted a task, while it waits to run (traced runs only). */
     const parents = new Map<string, Tracer.AnySpan>()
     /** When each accepted task was submitted (`performance.now()`), until it starts or is dropped: its `queuedMs`. */
@@ -242,12 +246,14 @@ const makeRunner = (config: TaskRunnerConfig) =>
         queuedMs: waited ? Math.floor(started - submitted) : 0
       }
       const run = capsule.run(input, io)
-      return (parent === undefined || !waited ? run : Effect.zipRight(queuedSpan(task.id, parent, submitted, started), run)).pipe(
+      const body = (parent === undefined || !waited ? run : Effect.zipRight(queuedSpan(task.id, parent, submitted, started), run)).pipe(
         Effect.tap(() => flushTurn),
         Effect.onExit((exit) => finish(task.id, exit, state)),
-        Effect.ensuring(logFinished(task.id, startedAt)),
-        Effect.ensuring(wake.offer(undefined)),
-        Effect.annotateLogs({ taskId: task.id, contextId: task.contextId }),
+        Effect.ensuring(Effect.zipRight(logFinished(task.id, startedAt), wake.offer(undefined))),
+        Effect.annotateLogs({ taskId: task.id, contextId: task.contextId })
+      )
+      if (!traced) return body
+      return body.pipe(
         Effect.ensuring(Effect.sync(() => parents.delete(task.id))),
         Effect.withSpan("TaskRunner.execute", {
           attributes: { taskId: task.id, contextId: task.contextId, capsule: capsule.info.name, origin: task.provenance.origin },
@@ -276,8 +282,10 @@ const makeRunner = (config: TaskRunnerConfig) =>
       if (acceptance._tag === "Accepted") {
         submittedAt.set(acceptance.task.id, performance.now())
         // Only a traced request has a span (the door makes none when nothing is exported).
-        const span = yield* Effect.serviceOption(Tracer.ParentSpan)
-        if (Option.isSome(span)) parents.set(acceptance.task.id, span.value)
+        if (traced) {
+          const span = yield* Effect.serviceOption(Tracer.ParentSpan)
+          if (Option.isSome(span)) parents.set(acceptance.task.id, span.value)
+        }
         yield* wake.offer(undefined)
       }
       return acceptance

@@ -1,13 +1,27 @@
 /**
  * Whether spans leave the process (an OTLP endpoint is configured, src/layers/Telemetry.ts).
- * Work that costs something only to be traced (the door's per-request span) asks this first, so
- * a runtime without an endpoint pays nothing for it.
+ * Work that costs something only to be traced (the door's per-request span, a task's span) asks
+ * this first, so a runtime without an endpoint pays nothing for it.
  */
 import { Context, Effect, Option, Tracer } from "effect"
 
 export class TracingEnabled extends Context.Reference<TracingEnabled>()("capsule-runtime/services/TracingEnabled", {
   defaultValue: () => false
 }) {}
+
+// Effect's own tracer, as a fiber has it when nothing provided another: its spans reach no one.
+const nativeTracer = Effect.runSync(Effect.tracer)
+
+/**
+ * Whether spans made here reach anyone: tracing is enabled (an exporter is configured), or a
+ * tracer other than Effect's own is in context (a host's or a test's). Read once when a service
+ * is built; a span that exists only to be exported is not made when it is false.
+ */
+export const spansWanted: Effect.Effect<boolean> = Effect.zipWith(
+  TracingEnabled,
+  Effect.tracer,
+  (enabled, tracer) => enabled || tracer !== nativeTracer
+)
 
 /**
  * W3C trace context (`traceparent`, `b3`) of the current span for an outbound call (a completion,
