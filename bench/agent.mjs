@@ -17,7 +17,8 @@
  * tool workers, src/agent/AgentCapsule.ts) refill in it. The turns inside a task still follow
  * each other at once (provider ≈ 0). With 0, tasks run back to back and the figure is bound by
  * how fast replacement workers boot on this machine, not by a run's latency.
- * BENCH_AGENT_LABEL names the result file (agent-<date>-<label>.json).
+ * BENCH_AGENT_LABEL names the result file (agent-<date>-<label>.json; BENCH_DATE overrides the date).
+ * BENCH_AGENT_NODE_FLAGS adds node flags to the served process (e.g. --cpu-prof).
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -35,6 +36,9 @@ const TARGET_P50_MS = 10
 const TURNS_PER_TASK = 2
 const PAUSE_MS = Number(process.env.BENCH_AGENT_PAUSE_MS ?? 1000)
 const LABEL = process.env.BENCH_AGENT_LABEL
+const DATE = process.env.BENCH_DATE || new Date().toISOString().slice(0, 10)
+/** Extra node flags for the served process, e.g. "--cpu-prof --cpu-prof-dir=DIR" (bench/profile.mjs summary reads the result). */
+const NODE_FLAGS = (process.env.BENCH_AGENT_NODE_FLAGS ?? "").split(" ").filter(Boolean)
 
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -45,7 +49,7 @@ const round = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, ty
 
 const serve = () =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(root, "dist/main.js"), "serve", fixtures.dir, "--json"], {
+    const child = spawn(process.execPath, [...NODE_FLAGS, path.join(root, "dist/main.js"), "serve", fixtures.dir, "--json"], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -75,7 +79,7 @@ const rpc = (url, method, params) =>
     req.on("error", reject)
     req.end(body)
   })
-const message = (text) => ({ messageId: `msg-${nextId++}`, role: "user", parts: [{ text }] })
+const message = (text) => ({ messageId: `msg-${nextId++}`, role: "user", parts: [{ kind: "text", text }] })
 
 /** One long-lived stream/watch: records when each task's final status frame arrives. */
 const watch = (url) =>
@@ -143,12 +147,37 @@ const send = async (blocking) => {
   return { id: reply.result.id, roundTrip: t1 - t0, toFinal: final.at - t0 }
 }
 
+/**
+ * CPU time (ms) of the served process's main thread and of the whole process (workers included)
+ * from /proc: far steadier than wall time on a shared machine. Sampled just before and after each
+ * task, so the pauses between tasks (pool refills) are left out of the main thread's figure.
+ */
+const MS_PER_TICK = 1000 / 100 // getconf CLK_TCK: 100
+const cpuOf = (file) => {
+  try {
+    const fields = fs.readFileSync(file, "utf8").split(") ")[1].split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK
+  } catch {
+    return NaN
+  }
+}
+const mainCpu = () => cpuOf(`/proc/${child.pid}/task/${child.pid}/stat`)
+const cpu = { mainPerTask: [] }
+const timed = async (blocking) => {
+  const before = mainCpu()
+  const run = await send(blocking)
+  cpu.mainPerTask.push(mainCpu() - before)
+  return run
+}
+
 const warmIds = []
 for (let i = 0; i < WARMUP; i++) warmIds.push((await send(true)).id)
+const processBefore = cpuOf(`/proc/${child.pid}/stat`)
 const blockingRuns = []
-for (let i = 0; i < N; i++) blockingRuns.push(await send(true))
+for (let i = 0; i < N; i++) blockingRuns.push(await timed(true))
 const watchRuns = []
-for (let i = 0; i < N; i++) watchRuns.push(await send(false))
+for (let i = 0; i < N; i++) watchRuns.push(await timed(false))
+cpu.processPerTask = (cpuOf(`/proc/${child.pid}/stat`) - processBefore) / (2 * N)
 w.close()
 child.kill("SIGTERM")
 await exited
@@ -183,7 +212,12 @@ const perTurn = (xs) => xs.map((x) => x / TURNS_PER_TASK)
 const figures = {
   blockingRoundTrip: { perTask: round(stats(blockingRuns.map((r) => r.roundTrip))), perTurn: round(stats(perTurn(blockingRuns.map((r) => r.roundTrip)))) },
   watchToFinalFrame: { perTask: round(stats(watchRuns.map((r) => r.toFinal))), perTurn: round(stats(perTurn(watchRuns.map((r) => r.toFinal)))) },
-  traceSplitPerTask: Object.fromEntries(Object.entries(split).map(([k, xs]) => [k, round(stats(xs))]))
+  traceSplitPerTask: Object.fromEntries(Object.entries(split).map(([k, xs]) => [k, round(stats(xs))])),
+  // /proc clock ticks are 10 ms: a task's main-thread figure is a count of ticks, the mean is what to compare.
+  cpuMs: {
+    mainThreadPerTaskMean: Math.round(cpu.mainPerTask.reduce((a, b) => a + b, 0) / cpu.mainPerTask.length * 100) / 100,
+    processPerTaskMean: Math.round(cpu.processPerTask * 100) / 100
+  }
 }
 const p50Turn = figures.watchToFinalFrame.perTurn.p50
 const result = {
@@ -194,7 +228,7 @@ const result = {
   target: { metric: "runtime overhead per turn, p50 (watch: request → final frame, / 2 turns)", targetMs: TARGET_P50_MS, p50Ms: p50Turn, met: p50Turn <= TARGET_P50_MS },
   wallSeconds: (Date.now() - started) / 1000
 }
-const out = path.join(root, `bench/results/agent-2026-11-29${LABEL ? `-${LABEL}` : ""}.json`)
+const out = path.join(root, `bench/results/agent-${DATE}${LABEL ? `-${LABEL}` : ""}.json`)
 fs.mkdirSync(path.dirname(out), { recursive: true })
 fs.writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`)
 
@@ -206,5 +240,6 @@ console.log(`stream/watch request → final frame per task: ${f(figures.watchToF
 console.log(`                                   per turn: ${f(figures.watchToFinalFrame.perTurn)}`)
 console.log(`trace split per task (ms, ±1):`)
 for (const [k, s] of Object.entries(figures.traceSplitPerTask)) console.log(`  ${k.padEnd(14)} ${f(s)}`)
+console.log(`CPU per task (mean): main thread ${figures.cpuMs.mainThreadPerTaskMean} ms (request → final frame); whole process ${figures.cpuMs.processPerTaskMean} ms (workers, pool refills and pauses included)`)
 console.log(`target ≤ ${TARGET_P50_MS} ms p50 runtime overhead per turn: ${p50Turn.toFixed(1)} ms → ${result.target.met ? "MET" : "NOT MET"}`)
 console.log(`wrote ${path.relative(root, out)} (${result.wallSeconds.toFixed(1)} s)`)

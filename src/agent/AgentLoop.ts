@@ -118,15 +118,29 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const explain = (text: string) => explainFailure(text, reasons)
 
     const traced = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.mapError((error) => new CapsuleFailure({ message: `agent loop failed: ${error.message}` })))
+    // A trace line the next step does not need (task_start before the first driver call, an
+    // `inference` line before its tool calls, the last one before the final writes) is written
+    // while that step runs. Lines stay in order: each waits for the one before, and so does every
+    // other line and the task's end (`settled`), where a failed write still fails the task.
+    let inFlight: Fiber.Fiber<unknown, CapsuleFailure> | undefined
+    const settled = Effect.suspend(() => (inFlight === undefined ? Effect.void : Effect.asVoid(Fiber.join(inFlight))))
+    const ahead = <A>(line: Effect.Effect<A, CapsuleFailure>) =>
+      Effect.suspend(() => {
+        const before = inFlight === undefined ? Effect.void : Effect.asVoid(Fiber.join(inFlight))
+        return Effect.map(Effect.fork(Effect.zipRight(before, line)), (fiber) => {
+          inFlight = fiber
+          return Fiber.join(fiber)
+        })
+      })
     const endTask = (exit: Exclude<TaskExitStatus, "reopen_budget_exhausted">) =>
-      Effect.sync(() => {
+      settled.pipe(Effect.zipRight(Effect.sync(() => {
         totals.turns += counts.turns
         totals.inputTokens += counts.inputTokens
         totals.outputTokens += counts.outputTokens
         totals.toolCalls += counts.toolCalls
         totals.shellCalls += counts.shellCalls
         totals.lastExit = exit
-      }).pipe(Effect.zipRight(trace.taskEnd({
+      })), Effect.zipRight(traced(trace.taskEnd({
         task_id: input.taskId,
         exit_status: exit,
         duration_ms: Date.now() - started,
@@ -136,21 +150,19 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         tool_calls: counts.toolCalls,
         shell_calls: counts.shellCalls,
         reopen_count: 0
-      })))
+      }))))
 
     // Written while the first driver call runs (the driver does not read it); tools, which may,
     // and the task's end wait for it.
     const taskFile = yield* Effect.fork(WorkdirFs.attempt(() => WorkdirFs.write(prepared.workdir, "task.md", input.text)))
     // A task from the wire is announced before it starts (§4.1 step 2); one the host started is not.
-    if (input.provenance.hostSource === undefined) {
-      yield* traced(trace.record("a2a_task_received", undefined, {
-        task_id: input.taskId,
-        context_id: input.contextId,
-        message_id: input.messageId,
-        traceparent_from_caller: input.provenance.traceparent ?? null
-      }))
-    }
-    const taskNode = yield* traced(trace.taskStart({
+    const announced: Effect.Effect<unknown, CapsuleFailure> = input.provenance.hostSource !== undefined ? Effect.void : traced(trace.record("a2a_task_received", undefined, {
+      task_id: input.taskId,
+      context_id: input.contextId,
+      message_id: input.messageId,
+      traceparent_from_caller: input.provenance.traceparent ?? null
+    }))
+    const taskNode = yield* ahead(Effect.zipRight(announced, traced(trace.taskStart({
       task_id: input.taskId,
       context_id: input.contextId,
       source: input.provenance.hostSource ?? "a2a",
@@ -160,7 +172,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       ...(input.provenance.delegationId === undefined ? {} : { delegation_id: input.provenance.delegationId }),
       message_parts_bytes: Buffer.byteLength(input.text),
       queued_ms: input.queuedMs ?? 0
-    }))
+    }))))
 
     const toolHost = (): GuestHost => ({
       text: io.text,
@@ -186,7 +198,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host })
 
     // A refused task.md fails the task at its end; tools meanwhile run without it.
-    const dispatch = (call: ToolCall, turn: number, parent: string) =>
+    const dispatch = (call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) =>
       Effect.zipRight(Effect.ignore(Fiber.join(taskFile)), dispatchTool({
         prepared,
         taskId: input.taskId,
@@ -194,7 +206,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         shell,
         runTool: (name, spec, data) => runGuest(name, spec, data, toolHost()),
         timedOut: () => timedOut,
-        record: (type, parentId, fields) => traced(trace.record(type, parentId, fields)),
+        record: (type, parentId, fields) => Effect.zipRight(settled, traced(trace.record(type, parentId, fields))),
+        recordAhead: (type, parentId, fields) => Effect.asVoid(ahead(traced(trace.record(type, parentId, fields)))),
         delegate: Option.isNone(launcher) || launcher.value.allowed.length === 0 ? undefined : (callInput) =>
           delegateTask(launcher.value, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
         peer: Option.getOrUndefined(peerFiles),
@@ -255,7 +268,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         counts.outputTokens += outputTokens
         const usage = response.usage
         const hashes = yield* traced(wire(transcript, send.messages.length, raw))
-        const inferenceNode = yield* traced(trace.record("inference", taskNode, {
+        const inferenceNode = yield* ahead(Effect.flatMap(taskNode, (parent) => traced(trace.record("inference", parent, {
           turn,
           task_id: input.taskId,
           input_tokens: inputTokens,
@@ -268,7 +281,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
           ...(usage?.cached_tokens === undefined ? {} : { cached_tokens: usage.cached_tokens }),
           ...(usage?.cache_write_tokens === undefined ? {} : { cache_write_tokens: usage.cache_write_tokens }),
           ...hashes
-        }))
+        }))))
         switch (response.stop_reason) {
           case "end_turn":
           case "max_tokens":
@@ -311,7 +324,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         Effect.gen(function*() {
           const reason = explain(error.message)
           yield* writeFailedResult(prepared.workdir, `error: ${reason}`)
-          yield* traced(endTask("failed"))
+          yield* endTask("failed")
           return yield* new CapsuleFailure({ message: `driver invocation failed: ${reason}` })
         })),
       Effect.tapError((error) => error.message === "input-timeout" ? writeFailedResult(prepared.workdir, "error: input-timeout").pipe(Effect.zipRight(Effect.ignore(endTask("failed")))) : Effect.void),
@@ -321,7 +334,8 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
           // What keeps running after this cancel (spec §7.3), named as the residue names it.
           const work = Option.isSome(detachedWork) ? yield* detachedWork.value.list() : []
           const children = Option.isSome(delegations) ? yield* delegations.value.list() : []
-          yield* trace.record("task_canceled", taskNode, {
+          yield* Effect.exit(settled)
+          yield* trace.record("task_canceled", yield* taskNode, {
             task_id: input.taskId,
             turn: phase.turn,
             phase: phase.name,
@@ -335,9 +349,9 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     const finished = yield* Effect.either(Effect.all([Fiber.join(taskFile), writeResult(prepared.workdir, outcome.text), log.refused]))
     if (Either.isLeft(finished)) {
       yield* writeFailedResult(prepared.workdir, `error: ${finished.left.message}`)
-      yield* traced(endTask("failed"))
+      yield* endTask("failed")
       return yield* new CapsuleFailure({ message: finished.left.message })
     }
-    yield* traced(endTask(outcome.exit))
+    yield* endTask(outcome.exit)
     return outcome
   }).pipe(Effect.scoped)

@@ -3,7 +3,9 @@
  * binary runs through the Shell, a skill answers its `skill.md`, an allowlisted WASM tool runs in
  * a worker of its own (chunks and request-input wired to the task by the caller's `runTool`),
  * and anything else is an `error` result the model reads. Writes the call's trace lines and
- * fences the result the model will read.
+ * fences the result the model will read. The `inference` line it hangs under may still be being
+ * written while the call runs, and its own `tool_call` line while the loop goes on (both in order:
+ * ../agent/AgentLoop.ts, `ahead`).
  */
 import { Effect, Either } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
@@ -35,6 +37,8 @@ export interface DispatchEnv {
   /** Whether a request-input of this task timed out (the task then fails `input-timeout`). */
   readonly timedOut: () => boolean
   readonly record: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<string, CapsuleFailure>
+  /** Like `record`, but the line is written while the caller goes on (still in order; a failed write fails a later line or the task's end). */
+  readonly recordAhead: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<void>
   /** `delegate-task` (./DelegateTask.ts), when the capsule may delegate. */
   readonly delegate?: ((input: unknown) => Effect.Effect<ToolResultData>) | undefined
   /** `share-file` / `fetch-peer-file` (./PeerTools.ts), when the session offers them. */
@@ -49,7 +53,8 @@ export interface Dispatched {
   readonly text: string
 }
 
-export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, parent: string) =>
+/** `parent`: the id of the call's `inference` line, which may still be being written while the call runs. */
+export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, parentLine: Effect.Effect<string, CapsuleFailure>) =>
   Effect.gen(function*() {
     const data = JSON.stringify(call.input ?? {})
     const began = Date.now()
@@ -62,7 +67,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         const text = fenceToolResult(call.name, resultText(result))
         const effect = metadataValue(result, "state_effect")
         const resource = metadataValue(result, "resource_id")
-        yield* env.record("tool_call", parent, {
+        yield* env.recordAhead("tool_call", yield* parentLine, {
           turn,
           task_id: env.taskId,
           tool_name: call.name,
@@ -102,7 +107,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
       const done = outcome.right
       const dispatched = yield* toolCallLine(done.result)
       if (done._tag === "Finished") {
-        yield* env.record("shell", parent, {
+        yield* env.record("shell", yield* parentLine, {
           turn,
           task_id: env.taskId,
           binary: done.binary,
@@ -113,7 +118,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
           duration_ms: done.durationMs
         })
       } else {
-        yield* env.record("shell_detached", parent, {
+        yield* env.record("shell_detached", yield* parentLine, {
           turn,
           task_id: env.taskId,
           work_id: done.detached.workId,
@@ -127,7 +132,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
     }
     const skill = env.prepared.skills[call.name]
     if (skill !== undefined) {
-      yield* env.record("skill_call", parent, {
+      yield* env.record("skill_call", yield* parentLine, {
         turn,
         task_id: env.taskId,
         skill_name: call.name,
