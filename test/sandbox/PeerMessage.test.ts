@@ -49,7 +49,7 @@ describe("sendPeerMessage", () => {
       assert.strictEqual(only!.headers["x-murmur-task-origin"], "peer")
       assert.strictEqual(only!.headers["x-murmur-task-trust"], "trusted")
       assert.strictEqual(only!.headers["content-type"], "application/json")
-      assert.strictEqual(only!.headers["traceparent"]?.split("-")[1], span.traceId)
+      assert.strictEqual(String(only!.headers["traceparent"]).split("-")[1], span.traceId)
       assert.strictEqual(only!.body.method, "message/send")
       assert.deepStrictEqual(only!.body.params.message, { messageId: "msg-1", contextId: "ctx-9", role: "user", parts: [{ text: "hi" }] })
     }))
