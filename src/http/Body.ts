@@ -24,19 +24,30 @@ const bufferedBody = (request: IncomingMessage, declared: number): BodyOutcome |
   return { _tag: "Body", text: Buffer.concat(chunks).toString("utf8") }
 }
 
-export const readBody = (request: IncomingMessage, limit: number): Effect.Effect<BodyOutcome> => {
+/**
+ * The outcome when it is known without waiting: a declared length over the limit, an empty body,
+ * or a body Node holds in full. `undefined` when the rest of the body has yet to arrive.
+ */
+export const readBodyNow = (request: IncomingMessage, limit: number): BodyOutcome | undefined => {
   const declared = Number(request.headers["content-length"] ?? Number.NaN)
   if (Number.isFinite(declared) && declared > limit) {
     request.resume()
-    return Effect.succeed({ _tag: "TooLarge", limit })
+    return { _tag: "TooLarge", limit }
   }
-  if (declared === 0) return Effect.succeed({ _tag: "Body", text: "" })
+  if (declared === 0) return { _tag: "Body", text: "" }
   const buffered = bufferedBody(request, declared)
-  if (buffered !== undefined) {
-    request.resume()
-    return Effect.succeed(buffered)
-  }
-  return Effect.async<BodyOutcome>((resume) => {
+  if (buffered !== undefined) request.resume()
+  return buffered
+}
+
+export const readBody = (request: IncomingMessage, limit: number): Effect.Effect<BodyOutcome> => {
+  const now = readBodyNow(request, limit)
+  return now === undefined ? readBodyLater(request, limit) : Effect.succeed(now)
+}
+
+/** Reads the rest of a body as it arrives (after `readBodyNow` found it incomplete). */
+export const readBodyLater = (request: IncomingMessage, limit: number): Effect.Effect<BodyOutcome> =>
+  Effect.async<BodyOutcome>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
@@ -70,4 +81,3 @@ export const readBody = (request: IncomingMessage, limit: number): Effect.Effect
     request.on("aborted", onAbort)
     return Effect.sync(cleanup)
   })
-}

@@ -158,18 +158,21 @@ export const makeMethods = Effect.gen(function*() {
       return sse(call.a2a ? a2aTaskStream(call, acceptance.task, cursor) : referenceTaskStream(acceptance.task.id, cursor))
     })
 
-  const getTask: Method = (call) =>
-    Effect.gen(function*() {
-      const query = yield* decodeTaskQuery(call.params)
-      if (query.id === undefined) {
-        if (call.a2a) return yield* new InvalidParams({ detail: "tasks/get requires an id" })
-        const current = yield* registry.current()
-        const task = Option.isSome(current) ? current.value : yield* registry.get("")
-        return json(referenceTask(task))
-      }
-      const task = yield* registry.get(query.id)
-      return json(encodeTask(task, call.a2a || task.dialect === "a2a", query.historyLength))
-    })
+  /** The reference's `tasks/get` without an id: the active task. */
+  const getCurrent = Effect.gen(function*() {
+    const current = yield* registry.current()
+    const task = Option.isSome(current) ? current.value : yield* registry.get("")
+    return json(referenceTask(task))
+  })
+
+  // A hot method: no generator, one Effect (the lookup) on the usual path.
+  const getTask: Method = (call) => {
+    const query = decodeTaskQuery(call.params)
+    if (Either.isLeft(query)) return Effect.fail(query.left)
+    const { historyLength, id } = query.right
+    if (id === undefined) return call.a2a ? Effect.fail(new InvalidParams({ detail: "tasks/get requires an id" })) : getCurrent
+    return Effect.map(registry.get(id), (task) => json(encodeTask(task, call.a2a || task.dialect === "a2a", historyLength)))
+  }
 
   const cancelTask: Method = (call) =>
     Effect.gen(function*() {

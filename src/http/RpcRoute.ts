@@ -4,11 +4,12 @@
  * (oversized body, wrong media type) their HTTP status with a JSON-RPC error body. Before a
  * method runs, its params' nesting is bounded and a streaming call takes a stream slot.
  */
+import type { IncomingHttpHeaders } from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Either } from "effect"
 import { SessionIdentity } from "../services/SessionIdentity.js"
-import { readBody } from "./Body.js"
+import { type BodyOutcome, readBodyLater, readBodyNow } from "./Body.js"
 import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { CompletionMisaddressed, InvalidParams, MethodNotFound, TooManyStreams } from "./DoorErrors.js"
@@ -39,45 +40,39 @@ export const makeRpcRoute = Effect.gen(function*() {
   const config = yield* DoorConfig
   const slots = makeStreamSlots(config.maxWatchers)
 
-  return Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    const headers = incoming.headers
-    const contentType = header(headers, "content-type")
-    if (contentType !== undefined && !/json/i.test(contentType)) {
-      incoming.resume()
-      return errorResponse(null, { code: -32600, message: `Invalid Request: content-type must be application/json, not ${contentType}` }, 415, {
-        connection: "close"
-      })
-    }
-    const body = yield* readBody(incoming, config.maxBodyBytes)
+  /** What a fully read body is answered: envelope, checks, dispatch and encoding. */
+  const answer = (
+    request: HttpServerRequest.HttpServerRequest,
+    headers: IncomingHttpHeaders,
+    body: BodyOutcome
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
     if (body._tag === "TooLarge") {
-      return errorResponse(null, { code: -32600, message: `Invalid Request: the body exceeds ${body.limit} bytes` }, 413, {
+      return Effect.succeed(errorResponse(null, { code: -32600, message: `Invalid Request: the body exceeds ${body.limit} bytes` }, 413, {
         connection: "close"
-      })
+      }))
     }
-    if (body._tag === "Aborted") return HttpServerResponse.empty({ status: 400 })
+    if (body._tag === "Aborted") return Effect.succeed(HttpServerResponse.empty({ status: 400 }))
 
     const provenance = provenanceOf(headers)
     if (provenance.origin === "completion") {
       const addressed = header(headers, "x-murmur-completion-session")?.trim()
       if (addressed !== identity.sessionId) {
         const id = Either.getOrElse(Either.map(parseJson(body.text), idOf), () => null)
-        return errorResponse(id, toRpcError(new CompletionMisaddressed(addressed === undefined ? {} : { addressed })))
+        return Effect.succeed(errorResponse(id, toRpcError(new CompletionMisaddressed(addressed === undefined ? {} : { addressed }))))
       }
     }
 
     const decoded = decodeRequest(body.text)
-    if (Either.isLeft(decoded)) return errorResponse(decoded.left.id, toRpcError(decoded.left.error))
+    if (Either.isLeft(decoded)) return Effect.succeed(errorResponse(decoded.left.id, toRpcError(decoded.left.error)))
     const { id, method, params } = decoded.right
     const handler = methods.get(method)
-    if (handler === undefined) return errorResponse(id, toRpcError(new MethodNotFound({ method })))
+    if (handler === undefined) return Effect.succeed(errorResponse(id, toRpcError(new MethodNotFound({ method }))))
     if (nestsDeeperThan(params, config.maxParamsDepth)) {
-      return errorResponse(id, toRpcError(new InvalidParams({ detail: `params nest deeper than ${config.maxParamsDepth} levels` })))
+      return Effect.succeed(errorResponse(id, toRpcError(new InvalidParams({ detail: `params nest deeper than ${config.maxParamsDepth} levels` }))))
     }
     if (streamingMethods.has(method)) {
       const release = slots.acquire()
-      if (release === undefined) return errorResponse(id, toRpcError(new TooManyStreams({ limit: config.maxWatchers })))
+      if (release === undefined) return Effect.succeed(errorResponse(id, toRpcError(new TooManyStreams({ limit: config.maxWatchers }))))
       // The slot is held while the response is open: a stream's whole life, or a JSON answer's
       // moment. Node emits `close` on every response, finished or cut, so no slot is lost.
       const response = NodeHttpServerRequest.toServerResponse(request)
@@ -93,18 +88,38 @@ export const makeRpcRoute = Effect.gen(function*() {
       lastEventId: parseLastEventId(header(headers, "last-event-id")),
       provenance
     }
-    return yield* handler(call).pipe(
-      Effect.map((outcome) =>
-        outcome._tag === "Json"
-          ? jsonResponse(encodeResult(id, outcome.result))
-          : HttpServerResponse.stream(outcome.body, { contentType: "text/event-stream", headers: sseHeaders })
-      ),
-      Effect.catchAllCause((cause) => {
+    return Effect.matchCauseEffect(handler(call), {
+      onSuccess: (outcome) =>
+        Effect.succeed(
+          outcome._tag === "Json"
+            ? jsonResponse(encodeResult(id, outcome.result))
+            : HttpServerResponse.stream(outcome.body, { contentType: "text/event-stream", headers: sseHeaders })
+        ),
+      onFailure: (cause) => {
         const failure = Cause.failureOption(cause)
         if (failure._tag === "Some") return Effect.succeed(errorResponse(id, toRpcError(failure.value)))
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+        // Interruption only (a client abort): no failure in it, so nothing of `RpcFailure` escapes.
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         return Effect.logError("JSON-RPC handler died", cause).pipe(Effect.as(errorResponse(id, internalError)))
-      })
-    )
+      }
+    })
+  }
+
+  // Plain functions around one Effect per step that can wait (the body, the method): a request
+  // whose body Node already holds is answered without a generator or an extra suspension.
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const headers = incoming.headers
+    const contentType = header(headers, "content-type")
+    if (contentType !== undefined && !/json/i.test(contentType)) {
+      incoming.resume()
+      return Effect.succeed(errorResponse(null, { code: -32600, message: `Invalid Request: content-type must be application/json, not ${contentType}` }, 415, {
+        connection: "close"
+      }))
+    }
+    const now = readBodyNow(incoming, config.maxBodyBytes)
+    return now === undefined
+      ? Effect.flatMap(readBodyLater(incoming, config.maxBodyBytes), (body) => answer(request, headers, body))
+      : answer(request, headers, now)
   })
 })
