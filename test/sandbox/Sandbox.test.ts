@@ -172,6 +172,24 @@ describe("Sandbox", () => {
     })
     await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
   })
+  it("the deadline ends a run, also one waiting in a host call (request-input nobody answers); its worker is gone", async () => {
+    const program = Effect.gen(function*() {
+      const sandbox = yield* Sandbox
+      const spin = yield* Effect.flatten(runOf("capsule-spin-loop", 1)).pipe(Effect.flip)
+      expect(spin.reason).toBe("Deadline")
+      expect(spin.message).toMatch(/^capsule execution exceeded its 1s deadline/)
+      const template = yield* templateOf("request-input-tool", { kind: "tool", name: "request-input-tool" })
+      const asked: Array<string> = []
+      const waiting = { ...silentHost, requestInput: (prompt: string) => Effect.zipRight(Effect.sync(() => void asked.push(prompt)), Effect.never) }
+      const outcome = yield* sandbox.run({ ...template, inTask: true, deadlineSeconds: 1, input: { data: "your name?" }, host: waiting }).pipe(Effect.flip)
+      expect(asked).toEqual(["your name?"])
+      expect(outcome.reason).toBe("Deadline")
+      expect(outcome.message).toMatch(/^tool 'request-input-tool' exceeded its 1s/)
+      expect(yield* sandbox.liveWorkers()).toBe(0)
+    })
+    await Effect.runPromise(Effect.scoped(program.pipe(Effect.provide(layer(0)))))
+  })
+
   it("every nested tool call gets a fresh instance: a tool counting in a global answers 1 each time, on a fresh or a held worker", async () => {
     const program = Effect.gen(function*() {
       const sandbox = yield* Sandbox
