@@ -190,12 +190,9 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       stderr: log.write
     })
 
-    // The provider sees the turn's trace context: the gateway sets `traceparent` on what it forwards.
-    const withGatewayTrace = (spec: ToolSpec, traceparent: string | undefined): ToolSpec =>
-      spec.grant.gateway === undefined || traceparent === undefined ? spec : { ...spec, grant: { ...spec.grant, gateway: { ...spec.grant.gateway, traceparent } } }
-
-    const runGuest = (name: string, spec: ToolSpec, data: string, host: GuestHost) =>
-      sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host })
+    // `traceparent`: the provider sees the turn's trace context (the gateway sets it on what it forwards).
+    const runGuest = (name: string, spec: ToolSpec, data: string, host: GuestHost, traceparent?: string) =>
+      sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host, traceparent })
 
     // A refused task.md fails the task at its end; tools meanwhile run without it.
     const dispatch = (call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) =>
@@ -247,7 +244,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
         const body = JSON.stringify(request)
         phase.name = "inference"
         const driving = yield* Effect.fork(Effect.either(Effect.flatMap(outgoingTraceHeaders, ({ traceparent }) =>
-          runGuest(prepared.driver.name, withGatewayTrace(prepared.driver.spec, traceparent), body, driverHost)).pipe(
+          runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost, traceparent)).pipe(
           Effect.withSpan("AgentLoop.driver", { attributes: { taskId: input.taskId, turn: turn + 1, driver: prepared.driver.name } })
         )))
         // Counted while the driver's worker runs: the whole payload, as if nothing were threaded.

@@ -46,8 +46,6 @@ export interface InferenceGateway {
   readonly header: string
   /** The header value with the key rendered in; none when no key is configured. */
   readonly value: string | undefined
-  /** W3C trace context of the turn that runs the driver; set on every request forwarded. */
-  readonly traceparent?: string | undefined
 }
 
 export interface ToolGuest {
@@ -93,6 +91,8 @@ export interface GuestJob {
   readonly sessionId: string
   readonly artifacts: ReadonlyArray<ArtifactData>
   readonly rpc: { readonly port: MessagePort; readonly flag: SharedArrayBuffer }
+  /** The run's W3C trace context: the inference gateway sets it on what it forwards. */
+  readonly traceparent?: string | undefined
   /**
    * V8 code caches for glue scripts, by `scriptPath`: made by an earlier worker after its run,
    * so they hold the functions that run compiled lazily. Bytecode only, no guest state.
@@ -114,6 +114,7 @@ export interface GuestStart {
 /** Starts a held worker's run: posted on `rpc.port`, then the flag is raised. */
 export interface RunGo {
   readonly input: ToolInputData
+  readonly traceparent?: string | undefined
 }
 
 export type HostCall =

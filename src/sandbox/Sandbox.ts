@@ -57,10 +57,15 @@ export interface GuestRun {
   readonly sessionId: string
   readonly artifacts: ReadonlyArray<ArtifactData>
   readonly host: GuestHost
+  /**
+   * The run's W3C trace context, for what the inference gateway forwards. Per run, not per
+   * template: a held worker learns it with its input, so tracing never splits a warm pool.
+   */
+  readonly traceparent?: string | undefined
 }
 
-/** A run known before its call: everything but its input, its host and its deadline. */
-export type GuestTemplate = Omit<GuestRun, "input" | "host" | "deadlineSeconds">
+/** A run known before its call: everything but its input, its host, its deadline and its trace context. */
+export type GuestTemplate = Omit<GuestRun, "input" | "host" | "deadlineSeconds" | "traceparent">
 
 export interface GuestOutcome {
   /** A tool's result (a capsule returns nothing). */
@@ -326,7 +331,7 @@ const makeSandbox = (config: SandboxConfig) =>
       const channel = new MessageChannel()
       const flag = new SharedArrayBuffer(4)
       const worker = idle.shift() ?? startWorker()
-      const start: GuestStart = { job: jobData(job, job.input ?? {}, { port: channel.port2, flag }, codeCaches) }
+      const start: GuestStart = { job: { ...jobData(job, job.input ?? {}, { port: channel.port2, flag }, codeCaches), traceparent: job.traceparent } }
       worker.postMessage(start, [channel.port2])
       return { worker, reply: channel.port1, flag: new Int32Array(flag) }
     }
@@ -353,7 +358,7 @@ const makeSandbox = (config: SandboxConfig) =>
           worker.stdout.on("data", (chunk: Buffer) => queue.unsafeOffer({ type: "stdout", bytes: chunk }))
           worker.stderr.on("data", (chunk: Buffer) => queue.unsafeOffer({ type: "stderr", bytes: chunk }))
           if (entry !== undefined) {
-            const go: RunGo = { input: job.input ?? {} }
+            const go: RunGo = { input: job.input ?? {}, traceparent: job.traceparent }
             reply.postMessage(go)
             Atomics.store(flag, 0, 1)
             Atomics.notify(flag, 0)

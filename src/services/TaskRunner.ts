@@ -15,7 +15,7 @@ import { type ResidueItem, residueItems } from "./Residue.js"
 import { isTerminal, type Message, type Task, textOf } from "./Task.js"
 import type { TaskEvent } from "./TaskEvent.js"
 import { type Acceptance, type NewTask, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
-import { spansWanted } from "./Tracing.js"
+import { callerSpan, spansWanted } from "./Tracing.js"
 
 /** A follow-up for a task that can take no more input (terminal, or its input queue is full). */
 export class TaskNotAcceptingInput extends Schema.TaggedError<TaskNotAcceptingInput>()("TaskNotAcceptingInput", {
@@ -175,7 +175,10 @@ const makeRunner = (config: TaskRunnerConfig) =>
       submittedAt.delete(task.id)
       // Started by the first pass after its submission, it did not queue (its 0 is not a scheduling delay).
       const waited = submitted < since
-      const parent = parents.get(task.id)
+      // The submitting request's span, else the caller's traceparent: outbound calls continue the
+      // caller's trace even when nothing here is exported (then no span is made, only a parent).
+      const parent = parents.get(task.id) ?? callerSpan(task.provenance.traceparent)
+      parents.delete(task.id)
       const inbox: Inbox = { queued: [], waiting: undefined }
       inboxes.set(task.id, inbox)
       const state: TurnState = { turn: 1, text: "", streamedLast: "", closedLast: false }
@@ -246,15 +249,14 @@ const makeRunner = (config: TaskRunnerConfig) =>
         queuedMs: waited ? Math.floor(started - submitted) : 0
       }
       const run = capsule.run(input, io)
-      const body = (parent === undefined || !waited ? run : Effect.zipRight(queuedSpan(task.id, parent, submitted, started), run)).pipe(
+      const body = (!traced || parent === undefined || !waited ? run : Effect.zipRight(queuedSpan(task.id, parent, submitted, started), run)).pipe(
         Effect.tap(() => flushTurn),
         Effect.onExit((exit) => finish(task.id, exit, state)),
         Effect.ensuring(Effect.zipRight(logFinished(task.id, startedAt), wake.offer(undefined))),
         Effect.annotateLogs({ taskId: task.id, contextId: task.contextId })
       )
-      if (!traced) return body
+      if (!traced) return parent === undefined ? body : Effect.withParentSpan(body, parent)
       return body.pipe(
-        Effect.ensuring(Effect.sync(() => parents.delete(task.id))),
         Effect.withSpan("TaskRunner.execute", {
           attributes: { taskId: task.id, contextId: task.contextId, capsule: capsule.info.name, origin: task.provenance.origin },
           // The request that submitted it (and so the caller's traceparent) is the task's parent.
@@ -281,11 +283,9 @@ const makeRunner = (config: TaskRunnerConfig) =>
       const acceptance = yield* registry.accept(input)
       if (acceptance._tag === "Accepted") {
         submittedAt.set(acceptance.task.id, performance.now())
-        // Only a traced request has a span (the door makes none when nothing is exported).
-        if (traced) {
-          const span = yield* Effect.serviceOption(Tracer.ParentSpan)
-          if (Option.isSome(span)) parents.set(acceptance.task.id, span.value)
-        }
+        // A context read, no span: the submitter's span (a traced request's, a `run` continuing TRACEPARENT).
+        const span = yield* Effect.serviceOption(Tracer.ParentSpan)
+        if (Option.isSome(span)) parents.set(acceptance.task.id, span.value)
         yield* wake.offer(undefined)
       }
       return acceptance

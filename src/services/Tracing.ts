@@ -23,6 +23,15 @@ export const spansWanted: Effect.Effect<boolean> = Effect.zipWith(
   (enabled, tracer) => enabled || tracer !== nativeTracer
 )
 
+const traceparentPattern = /^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+/** A caller's W3C `traceparent` as a parent span (made by no tracer, exported by none); `undefined` if malformed. */
+export const callerSpan = (traceparent: string | undefined): Tracer.ExternalSpan | undefined => {
+  const match = traceparent === undefined ? null : traceparentPattern.exec(traceparent.trim().toLowerCase())
+  if (match === null || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return undefined
+  return Tracer.externalSpan({ traceId: match[1]!, spanId: match[2]!, sampled: (Number.parseInt(match[3]!, 16) & 1) === 1 })
+}
+
 /**
  * W3C trace context (`traceparent`, `b3`) of the current span for an outbound call (a completion,
  * a peer's `message/send`, a child capsule's environment); empty outside a span.

@@ -70,10 +70,15 @@ describe("examples/ollama (fake provider)", () => {
   it("a cancel during a slow provider response ends the task at once; the provider sees no further request", async () => {
     provider.script([{ kind: "json", body: completion({ text: "too late" }), delayMs: 20_000 }])
     const { listening } = await serveCli(exampleDir(), {}, cleanups)
-    const sent = await rpc(listening.url, "message/send", { message: referenceMessage("take your time"), configuration: { blocking: false } })
+    // No OTLP endpoint: nothing is exported, yet the caller's trace still reaches the provider.
+    const traceId = "5d2f0a6e1c3b4a8d9e7f6a5b4c3d2e1f"
+    const sent = await rpc(listening.url, "message/send", { message: referenceMessage("take your time"), configuration: { blocking: false } }, {
+      headers: { traceparent: `00-${traceId}-a1b2c3d4e5f60718-01` }
+    })
     const id = sent.body.result.id
     for (let i = 0; i < 400 && provider.requests.length === 0; i++) await sleep(25)
     expect(provider.requests).toHaveLength(1)
+    expect(String(provider.requests[0]!.headers.traceparent).split("-")[1]).toBe(traceId)
     const cancel = await rpc(listening.url, "tasks/cancel", { id })
     expect(cancel.body.result).toMatchObject({ id, status: { state: "canceled" } })
     await sleep(1_000)

@@ -6,7 +6,7 @@
  * failures (HTTP 500, a network grant that does not allow the provider, a refused connection,
  * a provider slower than the deadline). The build is skipped while its stamp matches.
  */
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -17,7 +17,7 @@ import { buildGuest, shippedGuest } from "../../src/build/ShippedGuests.js"
 import { ComponentCache, type CompiledComponent } from "../../src/sandbox/ComponentCache.js"
 import type { GuestGrant, ToolResultData } from "../../src/sandbox/GuestJob.js"
 import type { NetworkRule } from "../../src/sandbox/NetworkMatch.js"
-import { type GuestHost, Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
+import { type GuestHost, type GuestTemplate, Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
 import { chunk, completion, type FakeProvider, type Reply, startFakeProvider, usageChunk } from "../lib/FakeProvider.js"
 
 const limits = { memoryBytes: 256 * 1024 * 1024, tableElements: 100_000 }
@@ -46,6 +46,7 @@ interface Drive {
   readonly network?: ReadonlyArray<NetworkRule>
   readonly gateway?: GuestGrant["gateway"]
   readonly deadlineSeconds?: number
+  readonly traceparent?: string
 }
 
 interface Driven {
@@ -54,8 +55,33 @@ interface Driven {
   readonly chunks: ReadonlyArray<{ readonly kind: "text" | "thinking"; readonly text: string; readonly at: number }>
 }
 
+/** What the agent loop knows of a driver run before its call (a warm pool's key). */
+const driverTemplate = (options: Drive, workdir: string): GuestTemplate => ({
+  role: { kind: "tool", name: "openai" },
+  component,
+  grant: {
+    preopen: workdir,
+    env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_MODEL: "fake-model", ...options.env },
+    network: options.network ?? allowProvider(),
+    memoryBytes: limits.memoryBytes,
+    instances: 1000,
+    ...(options.gateway === undefined ? {} : { gateway: options.gateway })
+  },
+  allowlist: [],
+  tools: {},
+  inTask: true,
+  sessionId: "ses_openai_driver",
+  artifacts: []
+})
+
+const scratch = () => {
+  const workdir = mkdtempSync(join(tmpdir(), "openai-driver-"))
+  workdirs.push(workdir)
+  return workdir
+}
+
 /** Runs the driver once as the agent loop does (a tool run inside a task) and decodes its data. */
-const drive = (request: DriverRequest, replies: ReadonlyArray<Reply>, options: Drive = {}): Promise<Driven> => {
+const drive = (request: DriverRequest, replies: ReadonlyArray<Reply>, options: Drive = {}, template = driverTemplate(options, scratch())): Promise<Driven> => {
   provider.script(replies)
   const chunks: Array<{ kind: "text" | "thinking"; text: string; at: number }> = []
   const host: GuestHost = {
@@ -63,29 +89,14 @@ const drive = (request: DriverRequest, replies: ReadonlyArray<Reply>, options: D
     text: (text) => Effect.sync(() => void chunks.push({ kind: "text", text, at: Date.now() })),
     thinking: (text) => Effect.sync(() => void chunks.push({ kind: "thinking", text, at: Date.now() }))
   }
-  const workdir = mkdtempSync(join(tmpdir(), "openai-driver-"))
-  workdirs.push(workdir)
   return runtime.runPromise(Effect.gen(function*() {
     const sandbox = yield* Sandbox
     const outcome = yield* sandbox.run({
-      role: { kind: "tool", name: "openai" },
-      component,
-      grant: {
-        preopen: workdir,
-        env: { MURMUR_INFERENCE_ENDPOINT: provider.url, MURMUR_INFERENCE_MODEL: "fake-model", ...options.env },
-        network: options.network ?? allowProvider(),
-        memoryBytes: limits.memoryBytes,
-        instances: 1000,
-        ...(options.gateway === undefined ? {} : { gateway: options.gateway })
-      },
+      ...template,
       deadlineSeconds: options.deadlineSeconds ?? 30,
       input: { data: JSON.stringify(request) },
-      allowlist: [],
-      tools: {},
-      inTask: true,
-      sessionId: "ses_openai_driver",
-      artifacts: [],
-      host
+      host,
+      traceparent: options.traceparent
     })
     const result = outcome.result!
     return { result, response: JSON.parse(result.data ?? "null"), chunks }
@@ -302,11 +313,41 @@ describe("openai driver", () => {
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     await drive(request(), [{ kind: "json", body: completion({ text: "traced" }) }], {
       env: { MURMUR_INFERENCE_ENDPOINT: "http://127.0.0.1:9/v1" },
-      gateway: { scheme: "http", authority: `127.0.0.1:${provider.port}`, header: "Authorization", value: undefined, traceparent }
+      gateway: { scheme: "http", authority: `127.0.0.1:${provider.port}`, header: "Authorization", value: undefined },
+      traceparent
     })
     const seen = provider.requests[0]!
     expect(seen.headers.traceparent).toBe(traceparent)
     expect(seen.headers.authorization).toBeUndefined()
+  })
+
+  it("a driver held in a warm pool takes each run's traceparent with its input: tracing never splits the pool", async () => {
+    const gateway = { scheme: "http" as const, authority: `127.0.0.1:${provider.port}`, header: "Authorization", value: undefined }
+    const options = { env: { MURMUR_INFERENCE_ENDPOINT: "http://127.0.0.1:9/v1" }, gateway }
+    const template = driverTemplate(options, scratch())
+    const sandbox = await runtime.runPromise(Sandbox)
+    const pool = await runtime.runPromise(Scope.make())
+    try {
+      await runtime.runPromise(sandbox.warm(template, 1).pipe(Scope.extend(pool)))
+      const idle = async (n: number) => {
+        for (let tries = 0; (await runtime.runPromise(sandbox.idleWorkers())) !== n; tries++) {
+          if (tries > 300) throw new Error(`never ${n} idle workers`)
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      }
+      for (const span of ["00f067aa0ba902b7", "b7ad6b7169203331"]) {
+        await idle(1)
+        const traceparent = `00-4bf92f3577b34da6a3ce929d0e0e4736-${span}-01`
+        provider.script([{ kind: "json", body: completion({ text: "held" }), delayMs: 300 }])
+        const running = runtime.runPromise(sandbox.run({ ...template, deadlineSeconds: 30, input: { data: JSON.stringify(request()) }, host: silentHost, traceparent }))
+        // The run took the held worker: none idle until its replacement starts, after the run.
+        await idle(0)
+        expect((await running).result?.status).toBe("passed")
+        expect(provider.requests.at(-1)!.headers.traceparent).toBe(traceparent)
+      }
+    } finally {
+      await runtime.runPromise(Scope.close(pool, Exit.void))
+    }
   })
 
   it("leaks nothing of the host's environment or other grant variables into the request or the response", async () => {

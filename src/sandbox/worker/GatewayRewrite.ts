@@ -21,7 +21,7 @@ const encoder = new TextEncoder()
  * header list is overridden only for the duration of the synchronous send: the guest may still
  * hold the request's `fields`, and reading them afterwards must not reveal the key.
  */
-export const sendThroughGateway = <A>(request: any, gateway: InferenceGateway, send: () => A): A => {
+export const sendThroughGateway = <A>(request: any, gateway: InferenceGateway, traceparent: string | undefined, send: () => A): A => {
   request.setScheme({ tag: gateway.scheme === "https" ? "HTTPS" : "HTTP" })
   request.setAuthority(gateway.authority)
   const fields = request.headers()
@@ -29,11 +29,11 @@ export const sendThroughGateway = <A>(request: any, gateway: InferenceGateway, s
   const entries = fields.entries.bind(fields) as () => Array<[string, Uint8Array]>
   const header = gateway.header.toLowerCase()
   // The runtime's trace context replaces any the guest set: the provider's spans join the task's trace.
-  const replaced = gateway.traceparent === undefined ? [header] : [header, "traceparent"]
+  const replaced = traceparent === undefined ? [header] : [header, "traceparent"]
   fields.entries = () => [
     ...entries().filter(([name]) => !replaced.includes(name.toLowerCase())),
     ...(gateway.value === undefined ? [] : [[gateway.header, encoder.encode(gateway.value)] as [string, Uint8Array]]),
-    ...(gateway.traceparent === undefined ? [] : [["traceparent", encoder.encode(gateway.traceparent)] as [string, Uint8Array]])
+    ...(traceparent === undefined ? [] : [["traceparent", encoder.encode(traceparent)] as [string, Uint8Array]])
   ]
   try {
     return send()

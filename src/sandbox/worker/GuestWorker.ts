@@ -29,8 +29,9 @@ const direct = makeChannel(job.rpc)
 /** Whether the run has started; a held worker's messages wait for it (nobody listens before). */
 let started = start.hold !== true
 const early: Array<WorkerMessage> = []
-/** The run's input (a held worker learns it from `go`). */
+/** The run's input and trace context (a held worker learns them from `go`). */
 let input: ToolInputData = job.role.kind === "tool" ? job.role.input : {}
+let traceparent: string | undefined = job.traceparent
 
 /** Sleeps until the run's `go` arrives, then lets the messages held so far out. */
 const awaitGo = () => {
@@ -43,6 +44,7 @@ const awaitGo = () => {
     if (go === undefined) Atomics.store(flag, 0, 0)
   }
   input = go.input
+  traceparent = go.traceparent
   started = true
   for (const message of early.splice(0)) direct.post(message)
 }
@@ -219,7 +221,7 @@ const prepare = async () => {
   for (const tool of Object.values(job.tools)) load(tool.guest)
   const kind = job.role.kind
   const imports = {
-    ...wasiImports(job.grant, sinks),
+    ...wasiImports(job.grant, sinks, () => traceparent),
     ...(kind === "capsule" ? capsuleMurmurImports(job, channel, { run: runTool }) : toolMurmurImports(job, channel))
   }
   try {

@@ -68,7 +68,8 @@ export const schemeOf = (scheme: any): string | undefined => {
   return typeof scheme.val === "string" ? scheme.val.toLowerCase() : undefined
 }
 
-export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string, any> => {
+/** `traceparent`: the run's trace context when a request goes through the inference gateway. */
+export const wasiImports = (grant: GuestGrant, sinks: StdioSinks, traceparent: () => string | undefined = () => undefined): Record<string, any> => {
   const shim = new WASIShim({
     sandbox: {
       preopens: grant.preopen === undefined ? {} : { ".": grant.preopen },
@@ -115,7 +116,7 @@ export const wasiImports = (grant: GuestGrant, sinks: StdioSinks): Record<string
         if (gateway !== undefined && isGatewayRequest(scheme, authority)) {
           // The upstream is checked against the driver's allowlist like any direct request.
           if (!matchRequest(grant.network, { scheme: gateway.scheme, authority: gateway.authority })) throw { tag: "HTTP-request-denied" }
-          return sendThroughGateway(request, gateway, () => realHandle(request, options))
+          return sendThroughGateway(request, gateway, traceparent(), () => realHandle(request, options))
         }
         if (!matchRequest(grant.network, { scheme, authority })) throw { tag: "HTTP-request-denied" }
         return realHandle(request, options)
