@@ -62,7 +62,7 @@ describe("node dist/main.js serve", () => {
       running = await start(["--max-active", "2"])
       const { url } = running.listening
       const watch = await openStream(url, "stream/watch")
-      const sent = await rpc(url, "message/send", { message: a2aMessage("/forever") })
+      const sent = await rpc(url, "message/send", { message: a2aMessage("/forever"), configuration: { blocking: false } })
       const taskId = sent.body.result.id
       await waitForState(url, taskId, ["working"])
       const sentAt = Date.now()
