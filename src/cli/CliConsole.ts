@@ -3,12 +3,15 @@
  * ANSI styles, which piped into a file are noise, so they are dropped unless both streams are
  * terminals. And @effect/cli heads the help of every text flag and argument with its
  * primitive's generic "A user-defined piece of text."; each of ours has a description of its
- * own (./Flags.ts), so that line only repeats nothing and is dropped too.
+ * own (./Flags.ts), so that line only repeats nothing and is dropped too. The command-line
+ * errors @effect/cli words itself (an unknown argument or subcommand, a missing one) get the
+ * same code as ours (`E-CLI-001`, exit 2 in src/main.ts), so every usage error reads alike.
  */
 import type { Console } from "effect"
 
 const ANSI = /\x1b\[[0-9;]*m/g
 const GENERIC = /^ *A user-defined piece of text(?: that is confidential)?\.\n\n/gm
+const USAGE = /^(?:Received unknown argument|Missing argument|Invalid subcommand|Expected to find option|Missing command name|Expected a key\/value pair)/
 
 const tidy = (plain: boolean) => (args: ReadonlyArray<unknown>) =>
   args.map((arg) => {
@@ -17,7 +20,10 @@ const tidy = (plain: boolean) => (args: ReadonlyArray<unknown>) =>
     return plain ? text.replace(ANSI, "") : text
   })
 
+const coded = (args: ReadonlyArray<unknown>) =>
+  args.map((arg) => (typeof arg === "string" && USAGE.test(arg.replace(ANSI, "")) ? `error[E-CLI-001]: ${arg}` : arg))
+
 export const cliConsole = (base: Console.Console, plain: boolean): Console.Console => {
   const clean = tidy(plain)
-  return { ...base, log: (...args) => base.log(...clean(args)), error: (...args) => base.error(...clean(args)) }
+  return { ...base, log: (...args) => base.log(...clean(args)), error: (...args) => base.error(...coded(clean(args))) }
 }
