@@ -23,6 +23,7 @@ import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { Shell } from "../sandbox/Shell.js"
 import { Trace } from "./Trace.js"
+import { declaredCapabilities } from "./TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
 import { DelegationLauncher } from "./DelegationLauncher.js"
@@ -126,11 +127,7 @@ export const AgentCapsule = {
           max_session_tokens: manifest.inference?.maxSessionTokens ?? null,
           // A machine-wide budget and user-namespace containment are not features of this runtime.
           machine_tokens_per_day: null,
-          capabilities: [
-            ...((caps.network?.allow.length ?? 0) > 0 ? ["network" as const] : []),
-            ...(caps.filesystem !== undefined ? ["filesystem" as const] : []),
-            ...(prepared.shell.allow.length > 0 ? ["shell" as const] : [])
-          ],
+          capabilities: declaredCapabilities(caps, prepared.shell.allow.length),
           tools_declared: prepared.toolList.map((tool) => tool.name),
           containment_declared: prepared.containment.declared,
           containment_achieved: prepared.containment.achieved,

@@ -9,6 +9,18 @@ import type { Lane, Origin, Trust } from "../services/Task.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
 
+export type CapabilityKind = "network" | "filesystem" | "shell"
+
+/** `session_start.capabilities`: a network rule, a filesystem block, shell commands allowed. */
+export const declaredCapabilities = (
+  caps: { readonly network?: { readonly allow: ReadonlyArray<unknown> } | undefined; readonly filesystem?: unknown },
+  shellCommands: number
+): ReadonlyArray<CapabilityKind> => [
+  ...((caps.network?.allow.length ?? 0) > 0 ? ["network" as const] : []),
+  ...(caps.filesystem !== undefined ? ["filesystem" as const] : []),
+  ...(shellCommands > 0 ? ["shell" as const] : [])
+]
+
 export interface SessionStartFields {
   readonly capsule_name: string
   readonly capsule_version: string
@@ -18,7 +30,7 @@ export interface SessionStartFields {
   readonly max_session_tokens?: number | null
   readonly machine_tokens_per_day?: number | null
   /** Categories the manifest granted anything under. */
-  readonly capabilities: ReadonlyArray<"network" | "filesystem" | "shell">
+  readonly capabilities: ReadonlyArray<CapabilityKind>
   readonly tools_declared: ReadonlyArray<string>
   readonly containment_declared: Containment
   /** What the host's tier gives the shell's commands (sealed needs bubblewrap), capped at advisory by `workdir_exec`. */

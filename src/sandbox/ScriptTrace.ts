@@ -10,7 +10,7 @@
 import { relative } from "node:path"
 import { Cause, Effect, Exit, type Scope } from "effect"
 import { makeTrace, TraceWriteFailed } from "../agent/Trace.js"
-import type { A2aSendFields, SessionEndFields, SessionStartFields, TaskSource } from "../agent/TraceEvents.js"
+import { type A2aSendFields, declaredCapabilities, type SessionEndFields, type SessionStartFields, type TaskSource } from "../agent/TraceEvents.js"
 import { laneOf, type Origin, type Trust } from "../services/Task.js"
 import { effectiveTraceCapture } from "./Manifest.js"
 import type { PreparedScript } from "./ScriptLaunch.js"
@@ -57,11 +57,7 @@ export const scriptSessionStart = (prepared: PreparedScript): SessionStartFields
     max_turns: 0,
     max_session_tokens: null,
     machine_tokens_per_day: null,
-    capabilities: [
-      ...((caps.network?.allow.length ?? 0) > 0 ? ["network" as const] : []),
-      ...(caps.filesystem !== undefined ? ["filesystem" as const] : []),
-      ...((caps.shell?.allow.length ?? 0) > 0 ? ["shell" as const] : [])
-    ],
+    capabilities: declaredCapabilities(caps, caps.shell?.allow.length ?? 0),
     tools_declared: prepared.allowlist,
     containment_declared: prepared.containment.declared,
     containment_achieved: prepared.containment.achieved,
