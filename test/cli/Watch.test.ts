@@ -4,15 +4,14 @@
  * drops the first connection mid-frame (no frame twice, none missed), giving up, refusals, and
  * the command itself (`host:port`, `--json`, exit status).
  */
-import { Command } from "@effect/cli"
-import { Terminal } from "@effect/platform"
-import { NodeFileSystem, NodeHttpClient, NodePath } from "@effect/platform-node"
+import { NodeHttpClient } from "@effect/platform-node"
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer } from "effect"
-import { watch, watchCommand, type WatchOptions } from "../../src/cli/Watch.js"
+import { Effect, Exit, Fiber } from "effect"
+import { watch, type WatchOptions } from "../../src/cli/Watch.js"
 import { createServer } from "node:net"
 import { startCuttingProxy } from "../lib/CuttingProxy.js"
 import { type OpenDoor, openDoor, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
+import { runWatch } from "../lib/WatchCli.js"
 
 let door: OpenDoor | undefined
 const cleanups: Array<() => Promise<void> | void> = []
@@ -154,26 +153,7 @@ describe("watch", () => {
 })
 
 describe("watchCommand", () => {
-  const run = async (argv: ReadonlyArray<string>) => {
-    let out = ""
-    const terminal = Layer.succeed(
-      Terminal.Terminal,
-      Terminal.Terminal.of({
-        columns: Effect.succeed(80),
-        rows: Effect.succeed(24),
-        isTTY: Effect.succeed(false),
-        readInput: Effect.die("unused"),
-        readLine: Effect.die("unused"),
-        display: (text) => Effect.sync(() => void (out += text))
-      })
-    )
-    const cli = Command.run(watchCommand, { name: "watch", version: "0" })
-    const fiber = Effect.runFork(
-      cli(["node", "watch", ...argv]).pipe(Effect.provide(Layer.mergeAll(terminal, NodeFileSystem.layer, NodePath.layer)))
-    )
-    cleanups.push(() => Effect.runPromise(Fiber.interrupt(fiber)).then(() => undefined))
-    return { output: () => out, done: () => Effect.runPromise(Fiber.await(fiber)) }
-  }
+  const run = async (argv: ReadonlyArray<string>) => runWatch(argv, cleanups)
 
   it("follows host:port with --json until capsule-closed", async () => {
     const { url } = await open()

@@ -7,13 +7,10 @@
  */
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
-import { Command } from "@effect/cli"
-import { Terminal } from "@effect/platform"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Redacted } from "effect"
-import { watchCommand } from "../../src/cli/Watch.js"
+import { Redacted } from "effect"
 import { type OpenDoor, openDoor, post, referenceMessage, rpc, sleep } from "../lib/Door.js"
+import { runWatch } from "../lib/WatchCli.js"
 
 const token = "s3cret-token-of-this-door"
 const bearer = { authorization: `Bearer ${token}` }
@@ -113,24 +110,7 @@ describe("a door without a token", () => {
 describe("watch --auth-token", () => {
   it("follows a locked door with the token, and is refused without it", async () => {
     const { url } = await openLocked()
-    const run = (argv: ReadonlyArray<string>) => {
-      let out = ""
-      const terminal = Layer.succeed(
-        Terminal.Terminal,
-        Terminal.Terminal.of({
-          columns: Effect.succeed(80),
-          rows: Effect.succeed(24),
-          isTTY: Effect.succeed(false),
-          readInput: Effect.die("unused"),
-          readLine: Effect.die("unused"),
-          display: (text) => Effect.sync(() => void (out += text))
-        })
-      )
-      const cli = Command.run(watchCommand, { name: "watch", version: "0" })
-      const fiber = Effect.runFork(cli(["node", "watch", ...argv]).pipe(Effect.provide(Layer.mergeAll(terminal, NodeFileSystem.layer, NodePath.layer))))
-      cleanups.push(() => Effect.runPromise(Fiber.interrupt(fiber)).then(() => undefined))
-      return { output: () => out, done: () => Effect.runPromise(Fiber.await(fiber)) }
-    }
+    const run = (argv: ReadonlyArray<string>) => runWatch(argv, cleanups)
     const refused = run([url, "--json"])
     const exit = await refused.done()
     assert.strictEqual(exit._tag, "Failure")
