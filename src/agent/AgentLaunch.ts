@@ -10,6 +10,7 @@ import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import { artifactData, artifactLabel, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
+import { sessionWorkdirs } from "../sandbox/SessionWorkdirs.js"
 import { type ContainmentDecision, containmentFor } from "../sandbox/containment/ContainmentDecision.js"
 import { type ShellContainment, shellContainment } from "../sandbox/containment/ShellContainment.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
@@ -24,7 +25,7 @@ import { delegateTaskDefinition } from "./DelegateTask.js"
 import { driverAccess } from "./DriverAccess.js"
 import { fetchPeerFileDefinition, shareFileDefinition } from "./PeerTools.js"
 import { systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
-import { agentWorkdirs, stageAgentWorkdir } from "./Staging.js"
+import { stageAgentWorkdir } from "./Staging.js"
 
 export interface AgentLaunchOptions {
   readonly sessionId: string
@@ -91,7 +92,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       return yield* new ProjectError({ code: "E-RUN-005", message: `${manifest.name}: the agent loop needs an inference block with transport: http and a driver` })
     }
     const containment = yield* containmentFor(manifest.capabilities, options.hostEnv)
-    const { accessible: workdir, session: sessionWorkdir } = agentWorkdirs(project.directory, options.sessionId, options.workdir)
+    const { accessible: workdir, session: sessionWorkdir } = sessionWorkdirs(project.directory, options.sessionId, options.workdir)
     mkdirSync(workdir, { recursive: true })
     yield* Effect.try({
       try: () => WorkdirFs.makeDirectory(workdir, "out"),

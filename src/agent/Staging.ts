@@ -6,32 +6,17 @@
  * (parsed from the very text written), so it cannot disagree with `tools/`.
  */
 import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs"
-import { join, relative, resolve } from "node:path"
+import { join, relative } from "node:path"
 import { Effect, Either } from "effect"
 import { stringify } from "yaml"
 import { artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { type ArtifactManifest, parseArtifactManifest } from "../sandbox/manifest/ArtifactManifest.js"
 import { MANIFEST_FILENAME } from "../sandbox/manifest/ManifestError.js"
 import { ProjectError } from "../sandbox/ProjectError.js"
+import type { SessionWorkdirs } from "../sandbox/SessionWorkdirs.js"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { isShellInterpreter, SHELL_TOOL_INPUT_SCHEMA, shellToolDescription } from "../sandbox/ShellGrant.js"
 import { buildToolList, type InventoryItem, itemDescription, MURMUR_MD_NOTICE, type ToolDefinition } from "./DriverProtocol.js"
-
-export interface AgentWorkdirs {
-  /** What guests see as `.` and the shell's cwd: `--workdir`, else `<capsule dir>/workdir/<session>`. */
-  readonly accessible: string
-  /** The runtime's bookkeeping: `<accessible>/.murmur/<session>` with `--workdir`, else `accessible`. */
-  readonly session: string
-}
-
-export const agentWorkdirs = (directory: string, sessionId: string, workdir: string | undefined): AgentWorkdirs => {
-  if (workdir === undefined) {
-    const accessible = resolve(directory, "workdir", sessionId)
-    return { accessible, session: accessible }
-  }
-  const accessible = resolve(workdir)
-  return { accessible, session: join(accessible, ".murmur", sessionId) }
-}
 
 export interface StagedWorkdir {
   /** The model-visible tools (what the driver is sent every turn). */
@@ -207,7 +192,7 @@ ${shellSection(manifest.capabilities.shell?.allow ?? [])}`
  */
 export const stageAgentWorkdir = (
   project: CapsuleProject,
-  options: { readonly sessionId: string; readonly workdirs: AgentWorkdirs; readonly capsuleUrl: string | undefined }
+  options: { readonly sessionId: string; readonly workdirs: SessionWorkdirs; readonly capsuleUrl: string | undefined }
 ): Effect.Effect<StagedWorkdir, ProjectError> =>
   Effect.gen(function*() {
     const all = yield* entriesOf(project)

@@ -5,7 +5,6 @@
  * each run a task in the launch's `trace.jsonl` (./ScriptTrace.ts).
  */
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs"
-import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import type { TraceWriteFailed } from "../agent/Trace.js"
 import { mintId } from "../services/Ids.js"
@@ -23,6 +22,7 @@ import type { ProjectError } from "./ProjectError.js"
 import { type GuestHost, type GuestOutcome, Sandbox, type ToolSpec } from "./Sandbox.js"
 import type { SandboxError } from "./SandboxError.js"
 import { openScriptTrace, type RecordSend } from "./ScriptTrace.js"
+import { sessionWorkdirs } from "./SessionWorkdirs.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
 export interface LaunchOptions {
@@ -55,7 +55,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
     const cache = yield* ComponentCache
     // A script capsule starts no subprocess, but a floor it declares is still a launch condition.
     const containment = yield* containmentFor(project.manifest.capabilities, options.hostEnv)
-    const workdir = resolve(options.workdir ?? join(project.directory, "workdir", options.sessionId))
+    const { accessible: workdir, session: sessionDirectory } = sessionWorkdirs(project.directory, options.sessionId, options.workdir)
     mkdirSync(workdir, { recursive: true })
     const context: GrantContext = { manifest: project.manifest, workdir, hostEnv: options.hostEnv, runtimeVars: {} }
     const limits = effectiveLimits(project.manifest.capabilities)
@@ -79,7 +79,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       project,
       sessionId: options.sessionId,
       workdir,
-      sessionDirectory: options.workdir === undefined ? workdir : join(workdir, ".murmur", options.sessionId),
+      sessionDirectory,
       capsule,
       grant: granted.grant,
       ceiling: yield* ceilingRules(project.manifest),
