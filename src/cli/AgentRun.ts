@@ -12,7 +12,6 @@
  */
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { Headers, HttpTraceContext } from "@effect/platform"
 import { Console, Duration, Effect, Either, Layer, Option } from "effect"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveLifecycle, receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
@@ -22,6 +21,7 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
+import { callerSpan } from "../services/Tracing.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { awaitDelegations, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
 import { agentSession, type AgentSessionOptions } from "../layers/AgentSession.js"
@@ -192,8 +192,8 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
     })
 
     // A delegated child continues its parent's trace (TRACEPARENT, set by the launcher).
-    const parentTrace = HttpTraceContext.fromHeaders(Headers.fromInput({ traceparent: options.hostEnv["TRACEPARENT"] ?? "" }))
-    const continueTrace = <A, E, R>(effect: Effect.Effect<A, E, R>) => Option.isSome(parentTrace) ? Effect.withParentSpan(effect, parentTrace.value) : effect
+    const parentTrace = callerSpan(options.hostEnv["TRACEPARENT"])
+    const continueTrace = <A, E, R>(effect: Effect.Effect<A, E, R>) => parentTrace === undefined ? effect : Effect.withParentSpan(effect, parentTrace)
     const outcome: Outcome = yield* session.pipe(
       continueTrace,
       Effect.provide(Layer.fresh(agent.layer)),
