@@ -123,10 +123,12 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
     // while that step runs. Lines stay in order: each waits for the one before, and so does every
     // other line and the task's end (`settled`), where a failed write still fails the task.
     let inFlight: Fiber.Fiber<unknown, CapsuleFailure> | undefined
-    const settled = Effect.suspend(() => (inFlight === undefined ? Effect.void : Effect.asVoid(Fiber.join(inFlight))))
+    const after = (fiber: typeof inFlight) => (fiber === undefined ? Effect.void : Effect.asVoid(Fiber.join(fiber)))
+    const settled = Effect.suspend(() => after(inFlight))
     const ahead = <A>(line: Effect.Effect<A, CapsuleFailure>) =>
       Effect.suspend(() => {
-        const before = inFlight === undefined ? Effect.void : Effect.asVoid(Fiber.join(inFlight))
+        // The line before is the one in flight now, not when the fork runs (by then it is this one).
+        const before = after(inFlight)
         return Effect.map(Effect.fork(Effect.zipRight(before, line)), (fiber) => {
           inFlight = fiber
           return Fiber.join(fiber)
