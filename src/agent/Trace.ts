@@ -14,7 +14,7 @@
  */
 import { createHash } from "node:crypto"
 import { appendFile, chmodSync, close, linkSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 import { promisify } from "node:util"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { TraceCapture } from "../sandbox/manifest/SessionBlocks.js"
@@ -47,6 +47,11 @@ const writeFailed = (path: string, cause: unknown) =>
 export interface TraceOptions {
   /** The session directory: it holds `trace.jsonl` and `blobs/`, and is created if missing. */
   readonly directory: string
+  /**
+   * The workdir guests write, when `directory` is beneath it (`<workdir>/.murmur/<session>`): the
+   * directory is made and opened from it without following a link a guest may have planted.
+   */
+  readonly within?: string | undefined
   readonly sessionId: string
   readonly capture: TraceCapture
 }
@@ -164,8 +169,9 @@ export const makeTrace = (options: TraceOptions) =>
     const directory = yield* Effect.acquireRelease(
       Effect.try({
         try: () => {
-          mkdirSync(options.directory, { recursive: true })
-          return WorkdirFs.hold(options.directory)
+          const within = options.within ?? options.directory
+          mkdirSync(within, { recursive: true })
+          return WorkdirFs.hold(within, relative(within, options.directory) || ".")
         },
         catch: (cause) => writeFailed(path, cause)
       }),

@@ -102,7 +102,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       doorToken: options.authToken
     }).pipe(Layer.provide(NodeContext.layer))
     const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
-    const trace = Trace.layer({ directory: prepared.sessionWorkdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
+    const trace = Trace.layer({ directory: prepared.sessionWorkdir, within: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
     // The export planes are shared by the door (which serves them) and the capsule (share-file,
     // and the generation each finished task advances).
     const planes = ExportPlanes.layer({

@@ -7,14 +7,12 @@
  * neutral values (`""`, `0`, `null`, `"none"`) rather than being left off: a reader of the
  * reference's schema finds every column it expects.
  */
-import { relative } from "node:path"
 import { Cause, Effect, Exit, type Scope } from "effect"
 import { makeTrace, TraceWriteFailed } from "../agent/Trace.js"
 import { type A2aSendFields, declaredCapabilities, type SessionEndFields, type SessionStartFields, type TaskSource } from "../agent/TraceEvents.js"
 import { laneOf, type Origin, type Trust } from "../services/Task.js"
 import { effectiveTraceCapture } from "./Manifest.js"
 import type { PreparedScript } from "./ScriptLaunch.js"
-import * as WorkdirFs from "./WorkdirFs.js"
 
 /** One `run()` as the trace sees it. */
 export interface ScriptTask {
@@ -74,22 +72,11 @@ export const scriptSessionStart = (prepared: PreparedScript): SessionStartFields
 /** Opens the launch's trace and writes `session_start`; `session_end` is written when the scope closes. */
 export const openScriptTrace = (prepared: PreparedScript): Effect.Effect<ScriptTrace, TraceWriteFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    // With --workdir the session directory is `.murmur/<session>` in a tree guests write: made
-    // without following a link, before any guest of this launch runs.
-    const here = relative(prepared.workdir, prepared.sessionDirectory)
-    if (here !== "") {
-      yield* Effect.try({
-        try: () => WorkdirFs.makeDirectory(prepared.workdir, here),
-        catch: (cause) =>
-          new TraceWriteFailed({
-            code: "E-RUN-007",
-            path: prepared.sessionDirectory,
-            message: `trace write failed: ${prepared.sessionDirectory}: ${cause instanceof Error ? cause.message : String(cause)}`
-          })
-      })
-    }
+    // With --workdir the session directory is `.murmur/<session>` in a tree guests write: made and
+    // opened from the workdir without following a link, before any guest of this launch runs.
     const trace = yield* makeTrace({
       directory: prepared.sessionDirectory,
+      within: prepared.workdir,
       sessionId: prepared.sessionId,
       capture: effectiveTraceCapture(prepared.project.manifest)
     })

@@ -195,11 +195,12 @@ export const inDirectory = <A>(workdir: string, path: string, body: (entry: (nam
   using(walk(workdir, path, componentsOf(path), true), (directory) => body(directory.entry))
 
 /**
- * Keeps the directory `path` open for a while (a trace's session directory): `root` names it for
- * later calls here as the directory opened now, whatever is moved or linked in its place since.
+ * Keeps the directory `path` beneath `workdir` open for a while (a trace's session directory),
+ * made if missing and reached without following a link: `root` names it for later calls here as
+ * the directory opened now, whatever is moved or linked in its place since.
  */
-export const hold = (path: string): { readonly root: string; readonly close: () => void } => {
-  const directory = openDirectory(path, undefined)
+export const hold = (workdir: string, path = "."): { readonly root: string; readonly close: () => void } => {
+  const directory = walk(workdir, path, componentsOf(path), true)
   return { root: directory.entry("."), close: directory.close }
 }
 

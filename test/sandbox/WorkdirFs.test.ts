@@ -149,9 +149,7 @@ describe("WorkdirFs", () => {
 
   it("a held directory keeps being the one opened, whatever is linked in its place", () => {
     const { base, outside, workdir } = layout()
-    const session = join(workdir, ".murmur", "ses")
-    mkdirSync(session, { recursive: true })
-    const held = WorkdirFs.hold(session)
+    const held = WorkdirFs.hold(workdir, ".murmur/ses")
     try {
       renameSync(join(workdir, ".murmur"), join(workdir, "moved"))
       symlinkSync(outside, join(workdir, ".murmur"))
@@ -163,6 +161,13 @@ describe("WorkdirFs", () => {
     assert.deepStrictEqual(readdirSync(join(workdir, "moved", "ses", "blobs")).sort(), ["abc", "def"])
     assert.deepStrictEqual(readdirSync(outside), ["secret.txt"])
     assert.isTrue(statSync(base).isDirectory())
+  })
+
+  it("a held directory is made beneath the workdir without following a link on the way", () => {
+    const { outside, workdir } = layout()
+    symlinkSync(outside, join(workdir, ".murmur"))
+    assert.throws(() => WorkdirFs.hold(workdir, ".murmur/ses"), WorkdirFs.WorkdirPathRefused)
+    assert.deepStrictEqual(readdirSync(outside), ["secret.txt"])
   })
 
   it.effect("attempt: a refusal is a typed failure, any other error a defect", () =>
