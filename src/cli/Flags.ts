@@ -21,24 +21,20 @@ export interface IntegerFlag {
   readonly placeholder: string
 }
 
-/** The value, or what is wrong with it in the words of the refusal line. */
-const integerProblem = (text: string, min: number, max: number | undefined): number | string => {
-  const range = max === undefined ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`
-  const value = /^-?[0-9]+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN
-  if (Number.isNaN(value)) return `'${text}' is not an integer; expected ${range}`
-  if (value < min || value > (max ?? Number.MAX_SAFE_INTEGER)) return `'${text}' is out of range; expected ${range}`
-  return value
-}
-
-export const integerFlag = (name: string, spec: IntegerFlag) =>
-  Options.text(name).pipe(
+export const integerFlag = (name: string, spec: IntegerFlag) => {
+  const max = spec.max ?? Number.MAX_SAFE_INTEGER
+  const range = spec.max === undefined ? `an integer ≥ ${spec.min}` : `an integer from ${spec.min} to ${spec.max}`
+  return Options.text(name).pipe(
     Options.withPseudoName(spec.placeholder),
     Options.withDescription(spec.description),
     Options.mapEffect((text) => {
-      const value = integerProblem(text, spec.min, spec.max)
-      return typeof value === "number" ? Effect.succeed(value) : refuse(name, value)
+      const value = /^-?[0-9]+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN
+      if (Number.isNaN(value)) return refuse(name, `'${text}' is not an integer; expected ${range}`)
+      if (value < spec.min || value > max) return refuse(name, `'${text}' is out of range; expected ${range}`)
+      return Effect.succeed(value)
     })
   )
+}
 
 export const choiceFlag = <A extends string>(name: string, choices: ReadonlyArray<A>, description: string) =>
   Options.text(name).pipe(
