@@ -1,7 +1,10 @@
 /**
- * The agent card: a complete A2A 0.3 card (all nine required fields, an absolute `url`, honest
- * capabilities) that keeps the reference's own fields (`session_id`, `capabilities.tools`,
- * `shell`, `network`, `streaming`) so the reference's clients still read it.
+ * The agent cards: a complete A2A 0.3 card (all nine required fields, an absolute `url`, honest
+ * capabilities). The public one (the well-known paths, read without a token) says what the agent
+ * is and how to call it, and nothing of its session or grants: no session id, tools, shell or
+ * network. The authenticated extended card (`agent/getAuthenticatedExtendedCard`, as in the
+ * reference 0.5) adds them, keeping the reference's own fields (`session_id`,
+ * `capabilities.tools`, `shell`, `network`) and one skill per tool.
  */
 import type { CapsuleInfo } from "./Capsule.js"
 
@@ -59,9 +62,23 @@ export const makeAgentCard = (options: {
         security: [{ bearer: [] as Array<string> }]
       }
       : {}),
-    supportsAuthenticatedExtendedCard: false,
+    supportsAuthenticatedExtendedCard: true,
     session_id: options.sessionId
   }
 }
 
 export type AgentCard = ReturnType<typeof makeAgentCard>
+
+/** The card anyone may read: the extended card without the session id, the tools (as skills too) and the grants. */
+export const publicCard = (card: AgentCard) => {
+  const { session_id: _sessionId, capabilities, skills: _skills, ...rest } = card
+  const { network: _network, shell: _shell, tools: _tools, extensions, ...kept } = capabilities
+  return {
+    ...rest,
+    capabilities: {
+      ...kept,
+      extensions: extensions.map(({ params, ...extension }) => ({ ...extension, params: { methods: params.methods } }))
+    },
+    skills: [{ id: "task", name: card.name, description: card.description, tags: ["capsule"] }]
+  }
+}
