@@ -6,7 +6,7 @@
  * Redacted: the token never reaches a log line.
  */
 import { Options } from "@effect/cli"
-import { Config, Console, Effect, Either, Layer, Option, type Redacted } from "effect"
+import { Config, Console, Effect, Either, Layer, Option, Redacted } from "effect"
 import { readTokenFile } from "../http/DoorCredentials.js"
 import { DoorClientLive } from "../layers/DoorClient.js"
 import { exitWith } from "./Exit.js"
@@ -49,7 +49,9 @@ export const resolveAuthToken = (given: AuthTokenFlags) =>
       yield* Console.error(argvTokenWarning)
       return Option.some<Redacted.Redacted<string>>(given.flag.value)
     }
-    return yield* Config.option(Config.redacted("CAPSULE_RUNTIME_AUTH_TOKEN")).pipe(Effect.orDie)
+    // An empty variable sets no token (as an unset one), rather than a door whose token is "".
+    const fromEnv = yield* Config.option(Config.redacted("CAPSULE_RUNTIME_AUTH_TOKEN")).pipe(Effect.orDie)
+    return Option.filter(fromEnv, (token) => Redacted.value(token) !== "")
   })
 
 /** The HTTP client of a command that calls a door, sending the token the flags give. */

@@ -30,7 +30,7 @@ export const publicDoorWarning = Effect.gen(function*() {
   ]
   const { tools, shell, network } = identity.capsule
   return `warning[W-SEC-032]: the door is bound to ${config.host} and has no token (--auth-token-file, --auth-tokens-file) — any caller that reaches it ` +
-    `can call ${methods.join(", ")}, and read through agent/getAuthenticatedExtendedCard the session id, tools [${tools.join(", ")}], ` +
+    `can call ${methods.join(", ")}, and the agent card publishes to any A2A client the session id, tools [${tools.join(", ")}], ` +
     `shell: ${shell}, network: ${network}`
 })
 

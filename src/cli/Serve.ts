@@ -70,6 +70,7 @@ const announce = (json: boolean, extra: Record<string, string>, credentials: Doo
   Effect.gen(function*() {
     const identity = yield* SessionIdentity
     if (credentials.tokensFile !== undefined) yield* reloadOnHangup(credentials)
+    yield* warnPublicDoor
     if (json) {
       yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, ...extra }))
     } else {
@@ -77,7 +78,6 @@ const announce = (json: boolean, extra: Record<string, string>, credentials: Doo
       yield* Console.log(`session ${identity.sessionId}; agent card at ${identity.url}.well-known/agent-card.json`)
       yield* Console.log(`follow it with: node dist/main.js watch ${identity.url}`)
     }
-    yield* warnPublicDoor
     yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, session_id: identity.sessionId }))
     return yield* Effect.never
   }).pipe(Effect.scoped)

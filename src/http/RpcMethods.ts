@@ -280,8 +280,11 @@ export const makeMethods = Effect.gen(function*() {
     ["tasks/pushNotificationConfig/get", pushUnsupported],
     ["tasks/pushNotificationConfig/list", pushUnsupported],
     ["tasks/pushNotificationConfig/delete", pushUnsupported],
-    // Any principal the door let in (none needed on an open door), as in the reference 0.5.
-    ["agent/getAuthenticatedExtendedCard", () => Effect.succeed(json(identity.card))]
+    // Declared by a door with tokens, for any principal it let in (as in the reference 0.5).
+    ["agent/getAuthenticatedExtendedCard", () =>
+      identity.card.supportsAuthenticatedExtendedCard
+        ? Effect.succeed(json(identity.card))
+        : Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card: it is open, and its public card is whole" }))]
   ])
   return table
 })

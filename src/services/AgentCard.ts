@@ -1,10 +1,11 @@
 /**
  * The agent cards: a complete A2A 0.3 card (all nine required fields, an absolute `url`, honest
- * capabilities). The public one (the well-known paths, read without a token) says what the agent
- * is and how to call it, and nothing of its session or grants: no session id, tools, shell or
- * network. The authenticated extended card (`agent/getAuthenticatedExtendedCard`, as in the
- * reference 0.5) adds them, keeping the reference's own fields (`session_id`,
- * `capabilities.tools`, `shell`, `network`) and one skill per tool.
+ * capabilities) that keeps the reference's own fields (`session_id`, `capabilities.tools`,
+ * `shell`, `network`) and has one skill per tool. A door with tokens serves it only as the
+ * authenticated extended card (`agent/getAuthenticatedExtendedCard`, as the reference 0.5 does);
+ * its public card (the well-known paths, read without a token) says what the agent is and how to
+ * call it, and nothing of its session or grants. An open door has nothing to hold back from a
+ * card: anyone can call it, so its public card stays whole (the reference's `W-SEC-032` says so).
  */
 import type { CapsuleInfo } from "./Capsule.js"
 
@@ -62,7 +63,8 @@ export const makeAgentCard = (options: {
         security: [{ bearer: [] as Array<string> }]
       }
       : {}),
-    supportsAuthenticatedExtendedCard: true,
+    // Only a door with tokens keeps anything from its public card; an open door's card is whole.
+    supportsAuthenticatedExtendedCard: options.bearer === true,
     session_id: options.sessionId
   }
 }

@@ -13,9 +13,9 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   readonly capsule: CapsuleInfo
   /** Absolute `http://host:port/`. */
   readonly url: string
-  /** The authenticated extended card (`agent/getAuthenticatedExtendedCard`): session id, tools, grants. */
+  /** The whole card: a door with tokens serves it as the authenticated extended card. */
   readonly card: AgentCard
-  /** The public card (the well-known paths), serialised once: none of the above. */
+  /** The public card (the well-known paths), serialised once: with tokens, without session id, tools or grants. */
   readonly cardJson: string
 }>() {
   /** The card's `url` is the `DoorAddress`; `streaming` is false when no task can start. */
@@ -33,7 +33,7 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
         const { url } = yield* DoorAddress
         const sessionId = options.sessionId ?? mintId("ses")
         const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer })
-        return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(publicCard(card)) })
+        return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(options.bearer === true ? publicCard(card) : card) })
       })
     )
 }
