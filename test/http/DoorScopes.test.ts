@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, assert, describe, it } from "@effect/vitest"
 import { Either, Redacted } from "effect"
+import * as fc from "fast-check"
 import { makeDoorCredentials } from "../../src/http/DoorCredentials.js"
 import { a2aMessage, collect, type OpenDoor, openDoor, openStream, rpc, sleep } from "../lib/Door.js"
 
@@ -215,6 +216,45 @@ describe("context ownership", () => {
     assert.isTrue(taskIds(seenByRoot).has(alices.body.result.id))
     assert.isFalse(taskIds(seenByBob).has(alices.body.result.id))
     assert.isTrue(taskIds(seenByBob).has(bobsTask.body.result.id))
+  })
+})
+
+describe("ownership, as a property", () => {
+  it("whatever principals send, in whatever contexts, tasks/get finds a task only for its context's owner or an admin", async () => {
+    const { door } = await openScoped()
+    const who = fc.constantFrom("alice", "bob")
+    const op = fc.record({ who, context: fc.option(fc.constantFrom("ctx_p1", "ctx_p2", "ctx_p3"), { nil: undefined }) })
+    let round = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 6 }), async (ops) => {
+        round++
+        const owner = new Map<string, string>()
+        const tasks: Array<{ id: string; owner: string }> = []
+        for (const { who, context } of ops) {
+          // Each round has contexts of its own, so earlier rounds' claims do not carry over.
+          const contextId = context === undefined ? undefined : `${context}_${round}`
+          const reply = await rpc(door.url, "message/send", blocking("/complete p", contextId === undefined ? {} : { contextId }), { headers: as(who) })
+          const claimed = contextId === undefined ? undefined : owner.get(contextId)
+          if (claimed !== undefined && claimed !== who) {
+            assert.strictEqual(reply.body.error?.data?.error, "context_not_owned")
+            continue
+          }
+          const task = reply.body.result
+          assert.isDefined(task, JSON.stringify(reply.body))
+          owner.set(task.contextId, who)
+          tasks.push({ id: task.id, owner: who })
+        }
+        for (const task of tasks) {
+          for (const asker of ["alice", "bob", "root"]) {
+            const reply = await rpc(door.url, "tasks/get", { id: task.id }, { headers: as(asker) })
+            const sees = asker === "root" || asker === task.owner
+            assert.strictEqual(reply.body.result?.id, sees ? task.id : undefined, `${asker} on ${task.owner}'s task`)
+            if (!sees) assert.strictEqual(reply.body.error.code, -32001)
+          }
+        }
+      }),
+      { numRuns: 15 }
+    )
   })
 })
 
