@@ -1,8 +1,8 @@
 /**
  * The door's bearer token for `serve`, `run` (the door they open) and `watch`, `send`, `chat`
  * (the door they call): `--auth-token-file PATH` (the first line of a file only its owner can
- * read), else `$CAPSULE_RUNTIME_AUTH_TOKEN`, else `--auth-token TOKEN`, which still works but
- * warns: a command line is readable by every user of the host in `/proc/<pid>/cmdline`.
+ * read) or `--auth-token TOKEN` (not both), else `$CAPSULE_RUNTIME_AUTH_TOKEN`. The flag still
+ * works but warns: a command line is readable by every user of the host in `/proc/<pid>/cmdline`.
  * Redacted: the token never reaches a log line.
  */
 import { Options } from "@effect/cli"
