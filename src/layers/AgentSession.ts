@@ -21,6 +21,7 @@ import { Conversations } from "../agent/Conversations.js"
 import { ExportPlanes } from "../agent/ExportPlanes.js"
 import { checkExportRoots, effectiveMaxTtl } from "../agent/PeerExport.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
+import { credentialsOf, type DoorCredentials } from "../http/DoorCredentials.js"
 import { SessionLive, type SessionOptions } from "./Main.js"
 import { TelemetryLive } from "./Telemetry.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
@@ -55,6 +56,8 @@ export interface AgentSessionOptions {
   readonly lineage?: Lineage | undefined
   /** The door's bearer token (`serve --auth-token`); none: the door is open. */
   readonly authToken?: Redacted.Redacted<string> | undefined
+  /** The door's principals (`serve --auth-tokens-file`); absent: made from `authToken` alone. */
+  readonly credentials?: DoorCredentials | undefined
   /** How a delegation starts this runtime; default `[node, dist/main.js]`. */
   readonly runtime?: ReadonlyArray<string>
 }
@@ -71,6 +74,8 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
     const maxTtlSecs = yield* effectiveMaxTtl(manifest.exports, prepared.lifecycle)
     yield* checkExportRoots(prepared.workdir, manifest.exports)
     const acceptance = options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue"
+    // Children get the `delegations` token (scope `complete`), never a token that can do more.
+    const credentials = credentialsOf(options)
     const session: SessionOptions = {
       sessionId: prepared.sessionId,
       door: {
@@ -79,6 +84,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
         acceptance,
         maxBodyBytes: options.maxBodyBytes,
         authToken: options.authToken,
+        credentials,
         ...(options.limits === undefined ? {} : { maxWatchers: options.limits.maxWatchers })
       },
       registry: {
@@ -99,7 +105,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       allow: prepared.spawnAllow,
       deadlineSecs: prepared.delegationDeadlineSecs,
       runtime: options.runtime ?? defaultRuntime(process.execPath),
-      doorToken: options.authToken
+      doorToken: credentials.completionToken
     }).pipe(Layer.provide(NodeContext.layer))
     const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, within: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
