@@ -91,7 +91,9 @@ export const parseRequest = (head: Buffer): ParsedRequest => {
   const authority = target.slice("http://".length).split(/[/?#]/, 1)[0] ?? ""
   const forwardTarget = authorityTarget(authority, "http", 80)
   if (forwardTarget === undefined) return refused(method, 400, "bad request target")
-  const url = new URL(target)
+  // The path and query as the command wrote them (a fragment is never sent).
+  const rest = target.slice("http://".length + authority.length).split("#", 1)[0]!
+  const originForm = rest === "" ? "/" : rest.startsWith("/") ? rest : `/${rest}`
   const value = (name: string) => headers.filter(([key]) => key.toLowerCase() === name).map(([, v]) => v)
   const lengths = new Set(value("content-length"))
   if (lengths.size > 1 || [...lengths].some((length) => !/^\d{1,15}$/.test(length))) return refused(method, 400, "bad Content-Length")
@@ -100,7 +102,7 @@ export const parseRequest = (head: Buffer): ParsedRequest => {
   const kept = headers.filter(([name]) => !HOP_BY_HOP.has(name.toLowerCase()))
   const hostHeader = forwardTarget.port === 80 ? forwardTarget.host : `${forwardTarget.host}:${forwardTarget.port}`
   const text = [
-    `${method} ${url.pathname}${url.search} ${version}`,
+    `${method} ${originForm} ${version}`,
     `Host: ${hostHeader}`,
     ...kept.map(([name, v]) => `${name}: ${v}`),
     "Connection: close",
