@@ -112,14 +112,8 @@ static void accept_all(int listener) {
   }
 }
 
-static void lockdown(const char *seccomp) {
-  for (long cap = 0; cap < 64; cap++) sys6(SYS_prctl, 24, cap, 0, 0, 0, 0); /* PR_CAPBSET_DROP */
-  sys6(SYS_prctl, 47, 4, 0, 0, 0, 0); /* PR_CAP_AMBIENT_CLEAR_ALL */
-  unsigned int header[2] = { 0x20080522, 0 };
-  unsigned int data[6] = { 0, 0, 0, 0, 0, 0 };
-  if (sys(SYS_capset, header, data, 0) != 0) die("capset failed", 0, 126);
-  if (sys6(SYS_prctl, 38, 1, 0, 0, 0, 0) != 0) die("PR_SET_NO_NEW_PRIVS failed", 0, 126);
-  if (sys6(SYS_prctl, 4, 0, 0, 0, 0, 0) != 0) die("PR_SET_DUMPABLE failed", 0, 126);
+/* Reads the seccomp program (before the fork, so the command never inherits its fd). */
+static long read_filter(const char *seccomp) {
   long fd = num(seccomp);
   if (fd < 0) die("bad seccomp fd", seccomp, 126);
   long total = 0;
@@ -132,6 +126,17 @@ static void lockdown(const char *seccomp) {
   }
   sys(SYS_close, fd, 0, 0);
   if (total == 0 || total % 8 != 0) die("malformed seccomp program", 0, 126);
+  return total;
+}
+
+static void lockdown(long total) {
+  for (long cap = 0; cap < 64; cap++) sys6(SYS_prctl, 24, cap, 0, 0, 0, 0); /* PR_CAPBSET_DROP */
+  sys6(SYS_prctl, 47, 4, 0, 0, 0, 0); /* PR_CAP_AMBIENT_CLEAR_ALL */
+  unsigned int header[2] = { 0x20080522, 0 };
+  unsigned int data[6] = { 0, 0, 0, 0, 0, 0 };
+  if (sys(SYS_capset, header, data, 0) != 0) die("capset failed", 0, 126);
+  if (sys6(SYS_prctl, 38, 1, 0, 0, 0, 0) != 0) die("PR_SET_NO_NEW_PRIVS failed", 0, 126);
+  if (sys6(SYS_prctl, 4, 0, 0, 0, 0, 0) != 0) die("PR_SET_DUMPABLE failed", 0, 126);
   struct { unsigned short len; unsigned char *prog; } fprog = { (unsigned short)(total / 8), filter };
   if (sys6(SYS_prctl, 22, 2, (long)&fprog, 0, 0, 0) != 0) die("loading the seccomp program failed", 0, 126);
 }
@@ -149,6 +154,7 @@ void cmain(long *sp) {
   for (u64 k = 0; k < plen; k++) target.path[k] = argv[2][k];
   target_len = 2 + (long)plen + 1;
 
+  long filter_bytes = read_filter(argv[3]);
   long listener = sys(SYS_socket, 2, 1 | NONBLOCK | CLOEXEC, 0);
   if (listener < 0) die("socket failed", 0, 126);
   int one = 1;
@@ -170,7 +176,7 @@ void cmain(long *sp) {
     sys(SYS_execve, argv[5], argv + 5, envp);
     die("execve failed for", argv[5], 127);
   }
-  lockdown(argv[3]);
+  lockdown(filter_bytes);
   /* The command's stdio is its own: holding it here would keep the runtime's pipes open. */
   for (int k = 0; k < 3; k++) sys(SYS_close, k, 0, 0);
   for (int i = 0; i < MAX_PAIRS; i++) pairs[i].tcp = pairs[i].sock = -1;
