@@ -72,6 +72,7 @@ const startServers = async (marker: string): Promise<Servers> => {
       res.writeHead(302, { location: `http://localhost:${refusedPort}/after-redirect` })
       return res.end()
     }
+    if (url === "/never") return
     if (url === "/hold") {
       writeFileSync(marker, "held")
       state.release = () => res.end("held-body\n")
@@ -279,5 +280,25 @@ describe.skipIf(host.tier !== "sealed")("sealed shell egress", () => {
       assert.include(text, "connection limit reached (1 per command)")
       assert.include(text, "held-body")
       assert.deepStrictEqual(records.map((r) => r.decision), ["denied", "allowed"])
+    }))
+
+  it.scopedLive("a connection idle past the bound is closed, and reported with what it carried", () =>
+    Effect.gen(function*() {
+      const servers = yield* Effect.promise(() => startServers(join(tmpdir(), "unused")))
+      yield* Effect.addFinalizer(() => Effect.sync(servers.close))
+      const dir = workdir()
+      const { records, text } = yield* runSealed(
+        { allow: [`localhost:${servers.allowed}`], limits: { idleMs: 300 } },
+        dir,
+        "sh",
+        `curl -sS http://localhost:${servers.allowed}/never; echo CURL-EXIT=$?`,
+        ["sh", "curl"]
+      )
+      assert.include(text, "CURL-EXIT=52")
+      assert.strictEqual(records.length, 1)
+      assert.strictEqual(records[0]!.decision, "allowed")
+      assert.isAbove(records[0]!.bytes_up, 0)
+      assert.strictEqual(records[0]!.bytes_down, 0)
+      assert.strictEqual(records[0]!.reason, "closed after 300 ms idle")
     }))
 })

@@ -197,7 +197,11 @@ export const listenEndpoint = (socketPath: string, session: EgressSessionState, 
       })
       settle()
     })
-    client.setTimeout(limits.idleMs, () => client.destroy())
+    const idle = () => {
+      outcome = { ...outcome, reason: `closed after ${limits.idleMs} ms idle` }
+      client.destroy()
+    }
+    client.setTimeout(limits.idleMs, idle)
     if (!counted) {
       const reason = commandActive >= limits.perCommand
         ? `connection limit reached (${limits.perCommand} per command)`
@@ -278,7 +282,7 @@ export const listenEndpoint = (socketPath: string, session: EgressSessionState, 
       to.once("close", () => from.destroy())
       to.setTimeout(limits.idleMs, () => {
         to.destroy()
-        from.destroy()
+        idle()
       })
       // Client bytes still to send upstream; `undefined`: until the client closes.
       let remaining = forward?.bodyBytes
