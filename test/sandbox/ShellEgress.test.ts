@@ -258,29 +258,31 @@ describe.skipIf(host.tier !== "sealed")("sealed shell egress", () => {
       assert.strictEqual(servers.seen.at(-1), `allowed /hello host=rebind.example:${servers.allowed}`)
     }))
 
-  it.scopedLive("connections past the per-command bound are answered 503 and traced as denied", () =>
-    Effect.gen(function*() {
-      const dir = workdir()
-      const marker = join(dir, "held")
-      const servers = yield* Effect.promise(() => startServers(marker))
-      yield* Effect.addFinalizer(() => Effect.sync(servers.close))
-      // The held request is answered once the second connection has been refused.
-      const onRecord = (fields: EgressFields) => {
-        if (fields.reason?.includes("connection limit") === true) servers.release()
-      }
-      const script = [
-        `curl -sS http://localhost:${servers.allowed}/hold > out.txt &`,
-        "until [ -e held ]; do :; done",
-        `curl -sS -w 'SECOND=%{http_code}\\n' http://localhost:${servers.allowed}/hello`,
-        "wait",
-        "cat out.txt"
-      ].join("\n")
-      const { records, text } = yield* runSealed({ allow: [`localhost:${servers.allowed}`], limits: { perCommand: 1 }, onRecord }, dir, "sh", script, ["sh", "curl", "cat"])
-      assert.include(text, "SECOND=503")
-      assert.include(text, "connection limit reached (1 per command)")
-      assert.include(text, "held-body")
-      assert.deepStrictEqual(records.map((r) => r.decision), ["denied", "allowed"])
-    }))
+  for (const [limits, bound] of [[{ perCommand: 1 }, "1 per command"], [{ perSession: 1 }, "1 per session"]] as const) {
+    it.scopedLive(`connections past the bound (${bound}) are answered 503 and traced as denied`, () =>
+      Effect.gen(function*() {
+        const dir = workdir()
+        const marker = join(dir, "held")
+        const servers = yield* Effect.promise(() => startServers(marker))
+        yield* Effect.addFinalizer(() => Effect.sync(servers.close))
+        // The held request is answered once the second connection has been refused.
+        const onRecord = (fields: EgressFields) => {
+          if (fields.reason?.includes("connection limit") === true) servers.release()
+        }
+        const script = [
+          `curl -sS http://localhost:${servers.allowed}/hold > out.txt &`,
+          "until [ -e held ]; do :; done",
+          `curl -sS -w 'SECOND=%{http_code}\\n' http://localhost:${servers.allowed}/hello`,
+          "wait",
+          "cat out.txt"
+        ].join("\n")
+        const { records, text } = yield* runSealed({ allow: [`localhost:${servers.allowed}`], limits, onRecord }, dir, "sh", script, ["sh", "curl", "cat"])
+        assert.include(text, "SECOND=503")
+        assert.include(text, `connection limit reached (${bound})`)
+        assert.include(text, "held-body")
+        assert.deepStrictEqual(records.map((r) => r.decision), ["denied", "allowed"])
+      }))
+  }
 
   it.scopedLive("a connection idle past the bound is closed, and reported with what it carried", () =>
     Effect.gen(function*() {
