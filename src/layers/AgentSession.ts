@@ -13,7 +13,7 @@
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
-import { Effect, Layer, type Redacted } from "effect"
+import { Effect, Either, Layer, type Redacted } from "effect"
 import { AgentCapsule, type Lineage } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
 import { DelegationLauncher, defaultRuntime } from "../agent/DelegationLauncher.js"
@@ -26,7 +26,9 @@ import { SessionLive, type SessionOptions } from "./Main.js"
 import { TelemetryLive } from "./Telemetry.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
+import { parseAllowList } from "../sandbox/NetworkPolicy.js"
 import { Shell } from "../sandbox/Shell.js"
+import { makeShellEgress, ShellEgress } from "../sandbox/egress/ShellEgress.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../agent/Trace.js"
 
@@ -107,8 +109,15 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       runtime: options.runtime ?? defaultRuntime(process.execPath),
       doorToken: credentials.completionToken
     }).pipe(Layer.provide(NodeContext.layer))
-    const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, within: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
+    // Sealed commands reach network.allow through the session's proxy; each connection is a trace line.
+    const egressRules = Either.getOrElse(parseAllowList(manifest.capabilities.network?.allow ?? []), () => [])
+    const egress = prepared.shell.containment.tier !== "sealed" || egressRules.length === 0 ? Layer.empty : Layer.scoped(
+      ShellEgress,
+      Effect.flatMap(Trace, (written) =>
+        makeShellEgress({ rules: egressRules, record: (fields) => written.record("egress", undefined, fields).pipe(Effect.ignore) }))
+    ).pipe(Layer.provide(trace))
+    const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer().pipe(Layer.provide(egress))), Layer.provide(launcher))
     // The export planes are shared by the door (which serves them) and the capsule (share-file,
     // and the generation each finished task advances).
     const planes = ExportPlanes.layer({
