@@ -51,6 +51,11 @@ const maxWatchers = integerFlag("max-watchers", {
   placeholder: "N",
   description: "Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused (default 64)"
 }).pipe(Options.withDefault(64))
+const blockingTimeout = integerFlag("blocking-timeout", {
+  min: 1,
+  placeholder: "SECS",
+  description: "Longest a blocking message/send waits; then it answers the task as it stands, saying why (default 20)"
+}).pipe(Options.withDefault(20))
 const workdir = directoryFlag("workdir", "Workdir of a capsule from a directory (default <dir>/workdir/<session>)").pipe(Options.optional)
 const keepSessions = integerFlag("keep-sessions", {
   min: 1,
@@ -75,7 +80,7 @@ const announce = (json: boolean, extra: Record<string, string>) =>
 
 export const serveCommand = Command.make(
   "serve",
-  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, keepSessions, json, authToken },
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, blockingTimeout, workdir, keepSessions, json, authToken },
   (options) => {
     const session: SessionOptions = {
       door: {
@@ -84,6 +89,7 @@ export const serveCommand = Command.make(
         acceptance: options.acceptance,
         maxBodyBytes: options.maxBody,
         maxWatchers: options.maxWatchers,
+        blockingTimeoutMs: options.blockingTimeout * 1000,
         authToken: Option.getOrUndefined(options.authToken)
       },
       registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
@@ -111,7 +117,12 @@ export const serveCommand = Command.make(
           port: chosen.port,
           maxBodyBytes: options.maxBody,
           retainTerminal: options.retain,
-          limits: { retainBytes: options.retainBytes, replayBytes: options.replayBytes, maxWatchers: options.maxWatchers },
+          limits: {
+            retainBytes: options.retainBytes,
+            replayBytes: options.replayBytes,
+            maxWatchers: options.maxWatchers,
+            blockingTimeoutMs: options.blockingTimeout * 1000
+          },
           workdir: Option.getOrUndefined(options.workdir),
           hostEnv: hostEnv.env,
           authToken: Option.getOrUndefined(options.authToken)

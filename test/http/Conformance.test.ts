@@ -761,6 +761,48 @@ describe("quality", () => {
     expect(resultOf(await rpc(url, "tasks/get", { id: nulls.id, historyLength: null })).id).toBe(nulls.id)
   })
 
+  it("Q-3: with max-active 2, two tasks parked in input-required leave their slots: a third blocking send answers", async () => {
+    const { url, registry } = await open({ registry: { queueDepth: 8, maxActive: 2 } })
+    const parked = [
+      resultOf(await rpc(url, "message/send", send("first"))),
+      resultOf(await rpc(url, "message/send", send("second")))
+    ]
+    expect(parked.map((task) => task.status.state)).toEqual(["input-required", "input-required"])
+    // Blocking by default (A2A); the bound is far away (20 s), so the answer is the task's own.
+    const third = resultOf(await rpc(url, "message/send", send("/complete third")))
+    expect([third.status.state, textOf(third.status.message.parts)]).toEqual(["completed", "third"])
+    // Input for a parked task takes a slot again and the conversation goes on where it was.
+    const resumed = resultOf(await rpc(url, "message/send", send("/done", { taskId: parked[0].id })))
+    expect([resumed.id, resumed.status.state]).toEqual([parked[0].id, "completed"])
+    expect(await door!.run(registry.stats())).toMatchObject({ active: 0, parked: 1, queued: 0 })
+  })
+
+  it("Q-3: parked tasks that gave their slots back count against --queue-depth: past it a send is rejected at once", async () => {
+    const { url } = await open({ registry: { queueDepth: 2, maxActive: 2 } })
+    for (const text of ["one", "two"]) expect(resultOf(await rpc(url, "message/send", send(text))).status.state).toBe("input-required")
+    const refused = resultOf(await rpc(url, "message/send", send("three")))
+    expect([refused.status.state, textOf(refused.status.message.parts)]).toEqual(["rejected", "task rejected: capsule is busy"])
+  })
+
+  it("Q-3: the blocking wait is bounded: a queued or long task is answered as it stands with a status message saying why", async () => {
+    // max-active 1 (a script or agent capsule): a parked task keeps its slot, so the next one queues.
+    const { url } = await open({ registry: { queueDepth: 8, maxActive: 1 }, door: { blockingTimeoutMs: 300 } })
+    const holder = resultOf(await rpc(url, "message/send", send("/ask name?")))
+    expect(holder.status.state).toBe("input-required")
+    const queued = resultOf(await rpc(url, "message/send", send("/complete later")))
+    expect(queued.status.state).toBe("submitted")
+    expect(textOf(queued.status.message.parts)).toBe(
+      "not started after 0.3s (serve --blocking-timeout): 1 of 1 active slots are busy, 1 of them by tasks waiting for input; " +
+        "it stays queued and starts when one frees: follow it with tasks/get or tasks/resubscribe"
+    )
+    // The task was left queued, not dropped: answering the holder lets it run.
+    resultOf(await rpc(url, "message/send", send("Ada", { taskId: holder.id })))
+    expect((await waitForState(url, queued.id, ["completed"])).status.state).toBe("completed")
+    const long = resultOf(await rpc(url, "message/send", send("/forever")))
+    expect(long.status.state).toBe("working")
+    expect(textOf(long.status.message.parts)).toBe("still working after 0.3s (serve --blocking-timeout); it runs on: follow it with tasks/get or tasks/resubscribe")
+  })
+
   it("Q-2: SSE frames end with a blank line; heartbeat comments are well-formed blocks", async () => {
     const { url } = await open({ door: { heartbeatMs: 20 } })
     const response = await fetch(url, {
