@@ -1,11 +1,13 @@
 /**
  * Black-box conformance checks of a2a-protocol.md §3.4, by ID, in the A2A 0.3 dialect (`kind`
  * fields), over raw fetch against a real door on loopback. AUTH-1 and VER-1 are not served yet
- * and have no checks here.
+ * and have no checks here. Q-3 is the scenario that cost the A2A TCK's quality category half its
+ * checks (issue 17, item 13); its CLI check needs `npm run build` first.
  */
 import { request as httpRequest } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
 import { followUpPrompt } from "../../src/services/ScriptedCapsule.js"
+import { listeningCli } from "../lib/CapsuleDirs.js"
 import {
   a2aMessage,
   collect,
@@ -801,6 +803,23 @@ describe("quality", () => {
     const long = resultOf(await rpc(url, "message/send", send("/forever")))
     expect(long.status.state).toBe("working")
     expect(textOf(long.status.message.parts)).toBe("still working after 0.3s (serve --blocking-timeout); it runs on: follow it with tasks/get or tasks/resubscribe")
+  })
+
+  it("Q-3 through `serve --max-active 2 --blocking-timeout 1` (the TCK's setup): parked tasks do not starve a blocking send; the bound answers a long one", async () => {
+    const cleanups: Array<() => Promise<void> | void> = []
+    try {
+      const served = await listeningCli(["serve", "--max-active", "2", "--blocking-timeout", "1", "--json"], {}, cleanups)
+      const url = served.listening.url
+      for (const text of ["first", "second"]) expect(resultOf(await rpc(url, "message/send", send(text))).status.state).toBe("input-required")
+      expect(resultOf(await rpc(url, "message/send", send("third"))).status.state).toBe("input-required")
+      const long = resultOf(await rpc(url, "message/send", send("/forever")))
+      expect([long.status.state, textOf(long.status.message.parts)]).toEqual([
+        "working",
+        "still working after 1s (serve --blocking-timeout); it runs on: follow it with tasks/get or tasks/resubscribe"
+      ])
+    } finally {
+      for (const cleanup of cleanups.reverse()) await cleanup()
+    }
   })
 
   it("Q-2: SSE frames end with a blank line; heartbeat comments are well-formed blocks", async () => {
