@@ -9,8 +9,9 @@
  * free slot before any queued task. Under `max_active` 1 (script and agent capsules, whose tasks
  * share one workdir) a parked task keeps the slot: the next task would change the workdir under
  * the paused one. docs/design.md, "Input", gives the reasoning.
- * All operations are synchronous inside one `Effect.sync`,
- * so each is atomic on the JS thread without locks.
+ *
+ * All operations are synchronous inside one `Effect.sync`, so each is atomic on the JS thread
+ * without locks.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { mintId } from "./Ids.js"
@@ -297,7 +298,12 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
           active.add(taskId)
           lastStarted = taskId
         }
-        if (to === "input-required" && releasesParked && active.delete(taskId)) parked.add(taskId)
+        if (to === "input-required" && releasesParked) {
+          if (active.delete(taskId)) parked.add(taskId)
+          // Asking again before its slot came back: it waits for input, not for a slot.
+          const at = resuming.indexOf(taskId)
+          if (at >= 0) resuming.splice(at, 1)
+        }
         // Input came: the task queues for a slot ahead of every new task (at once when one is free).
         if (to === "working" && task.state === "input-required" && parked.has(taskId)) resuming.push(taskId)
         if (isTerminal(to)) {
