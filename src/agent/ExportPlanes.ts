@@ -166,7 +166,7 @@ export const makeExportPlanes = (options: ExportPlanesOptions) =>
         )
       if (peerFiles === undefined) return yield* refuse("no_peer_plane", null)
       if (Either.isLeft(PeerHandle.splitToken(token))) return yield* refuse("malformed_handle", null)
-      const asserted = audience?.trim() ?? ""
+      const asserted = PeerHandle.canonicalAudience(audience ?? "")
       if (asserted === "") return yield* refuse("missing_audience", null)
       const verified = PeerHandle.verify(key, token, asserted, options.sessionId)
       if (Either.isLeft(verified)) return yield* refuse(verified.left, null)
@@ -192,7 +192,8 @@ export const makeExportPlanes = (options: ExportPlanesOptions) =>
       } satisfies PlaneResponse
     })
 
-    const share = Effect.fn("ResourcePlanes.share")(function*(path: string, audience: string, ttlSecs: number | undefined) {
+    const share = Effect.fn("ResourcePlanes.share")(function*(path: string, asked: string, ttlSecs: number | undefined) {
+      const audience = PeerHandle.canonicalAudience(asked)
       if (peerFiles === undefined) return yield* new SharingRefused({ code: "no_peer_plane", message: NO_PEER_PLANE_MESSAGE })
       const opened = Either.flatMap(
         Either.mapLeft(plainComponents(path), (code): Failure => ({ code })),

@@ -3,6 +3,8 @@
  * payload `{"v":1,"iss","p","exp","n"}` in the clear, the MAC over `murmur-peer-handle-v1 ‖ 0x1f ‖
  * payload-b64 ‖ 0x1f ‖ audience` with a 32-byte key held in memory for the session (a restart
  * revokes every handle). The audience is covered but not carried: a token alone is not enough.
+ * The MAC covers the audience in its canonical form (`canonicalAudience`), whatever a caller
+ * passes, so minting and checking can never disagree over case or surrounding whitespace.
  * Check order is shape → MAC → payload → expiry, so a caller failing the MAC learns nothing, and
  * every MAC failure (tampered payload or tag, other issuer, wrong audience) is one outcome.
  */
@@ -32,8 +34,14 @@ export const newKey = (): Buffer => randomBytes(32)
 /** What traces and error bodies carry instead of the token: the first 16 hex of its SHA-256. */
 export const handleId = (token: string): string => createHash("sha256").update(token).digest("hex").slice(0, 16)
 
+/**
+ * The one form an audience is compared in: trimmed and lowercased (host names are case-blind,
+ * and a card's `name` reaches the minter through a different hand than the header at redeem).
+ */
+export const canonicalAudience = (audience: string): string => audience.trim().toLowerCase()
+
 const mac = (key: Buffer, payloadB64: string, audience: string): Buffer =>
-  createHmac("sha256", key).update(`${DOMAIN}${SEPARATOR}${payloadB64}${SEPARATOR}${audience}`, "utf8").digest()
+  createHmac("sha256", key).update(`${DOMAIN}${SEPARATOR}${payloadB64}${SEPARATOR}${canonicalAudience(audience)}`, "utf8").digest()
 
 export const mint = (key: Buffer, payload: Omit<HandlePayload, "v" | "n">, audience: string): string => {
   const full: HandlePayload = { v: 1, iss: payload.iss, p: payload.p, exp: payload.exp, n: randomBytes(16).toString("hex") }
@@ -90,7 +98,7 @@ export const audienceOf = (name: string, url: string): Either.Either<string, str
   try {
     const parsed = new URL(url.includes("://") ? url : `http://${url}`)
     if (parsed.host === "") return Either.left(`the agent card's url '${url}' names no host`)
-    return Either.right(`${name.trim()}@${parsed.host}`.toLowerCase())
+    return Either.right(canonicalAudience(`${name.trim()}@${parsed.host}`))
   } catch {
     return Either.left(`the agent card's url '${url}' is not a URL`)
   }

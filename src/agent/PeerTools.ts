@@ -98,7 +98,7 @@ const shareFile = (options: PeerToolsOptions, input: Record<string, unknown>) =>
     const ttl = input.ttl_secs === undefined ? undefined : Number(input.ttl_secs)
     if (ttl !== undefined && !(Number.isInteger(ttl) && ttl > 0)) return errorResult("share-file: 'ttl_secs' must be a positive whole number of seconds")
     let audience: string
-    if (typeof input.audience === "string" && input.audience.trim() !== "") audience = input.audience.trim().toLowerCase()
+    if (typeof input.audience === "string" && input.audience.trim() !== "") audience = PeerHandle.canonicalAudience(input.audience)
     else if (typeof input.peer === "string" && input.peer !== "") {
       const allowed = gate(options, input.peer, false)
       if (Either.isLeft(allowed)) return errorResult(allowed.left)

@@ -58,6 +58,11 @@ const maxWatchers = integerFlag("max-watchers", {
   placeholder: "N",
   description: "Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused (default 64)"
 }).pipe(Options.withDefault(64))
+const blockingTimeout = integerFlag("blocking-timeout", {
+  min: 1,
+  placeholder: "SECS",
+  description: "Longest a blocking message/send waits; then it answers the task as it stands, saying why (default 20)"
+}).pipe(Options.withDefault(20))
 const workdir = directoryFlag("workdir", "Workdir of a capsule from a directory (default <dir>/workdir/<session>)").pipe(Options.optional)
 const keepSessions = integerFlag("keep-sessions", {
   min: 1,
@@ -84,7 +89,7 @@ const announce = (json: boolean, extra: Record<string, string>, credentials: Doo
 
 export const serveCommand = Command.make(
   "serve",
-  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, keepSessions, json, authToken, tokensFile },
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, blockingTimeout, workdir, keepSessions, json, authToken, tokensFile },
   (options) => Effect.gen(function*() {
     const token = Option.getOrUndefined(yield* resolveAuthToken(options.authToken))
     const made = makeDoorCredentials({ operatorToken: token, tokensFile: Option.getOrUndefined(options.tokensFile) })
@@ -97,6 +102,7 @@ export const serveCommand = Command.make(
         acceptance: options.acceptance,
         maxBodyBytes: options.maxBody,
         maxWatchers: options.maxWatchers,
+        blockingTimeoutMs: options.blockingTimeout * 1000,
         authToken: token,
         credentials
       },
@@ -125,7 +131,12 @@ export const serveCommand = Command.make(
           port: chosen.port,
           maxBodyBytes: options.maxBody,
           retainTerminal: options.retain,
-          limits: { retainBytes: options.retainBytes, replayBytes: options.replayBytes, maxWatchers: options.maxWatchers },
+          limits: {
+            retainBytes: options.retainBytes,
+            replayBytes: options.replayBytes,
+            maxWatchers: options.maxWatchers,
+            blockingTimeoutMs: options.blockingTimeout * 1000
+          },
           workdir: Option.getOrUndefined(options.workdir),
           hostEnv: hostEnv.env,
           authToken: token,

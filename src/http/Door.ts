@@ -67,6 +67,10 @@ export const makeRouter = Effect.gen(function*() {
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/.well-known/agent-card.json", card),
     HttpRouter.get("/.well-known/agent.json", card),
+    // The router falls back from HEAD to GET only when nothing matched, and the catch-all below
+    // always matches: the card's HEAD (public, like its GET) needs routes of its own.
+    HttpRouter.head("/.well-known/agent-card.json", card),
+    HttpRouter.head("/.well-known/agent.json", card),
     HttpRouter.post("/", rpc),
     // Routing order of §2: the peer plane (whole segment, query stripped), then the resource plane.
     HttpRouter.all("/resources/*", planeRoute),
@@ -76,12 +80,21 @@ export const makeRouter = Effect.gen(function*() {
     `{"error":"too_many_headers","message":"the request has more than ${config.maxHeadersCount} headers"}`,
     { status: 431, contentType: "application/json", headers: { connection: "close" } }
   )
+  const wrongVersion = (version: string) =>
+    HttpServerResponse.text(
+      `{"error":"http_version_not_supported","message":"the door speaks HTTP/1.0 and HTTP/1.1; this request line says HTTP/${version}"}`,
+      { status: 505, contentType: "application/json", headers: { connection: "close" } }
+    )
   const credentials = credentialsOf(config)
   const check = bearerCheck(credentials)
   // Node drops headers past its count instead of refusing the request; refuse it here, before
   // any route acts on a request whose headers were cut. Then the bearer token, when one is set.
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    if (NodeHttpServerRequest.toIncomingMessage(request).rawHeaders.length / 2 > config.maxHeadersCount) return Effect.succeed(tooManyHeaders)
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    // Node's parser lets an `HTTP/2.0` request line through as if it were HTTP/1.1 framing;
+    // the door speaks only 1.x, and says so before reading anything else.
+    if (incoming.httpVersionMajor !== 1) return Effect.succeed(wrongVersion(incoming.httpVersion))
+    if (incoming.rawHeaders.length / 2 > config.maxHeadersCount) return Effect.succeed(tooManyHeaders)
     const principal = check(request)
     if (!("scopes" in principal)) return Effect.succeed(principal)
     // The router cannot match a path it cannot percent-decode (`%ff`); under /resources/ that

@@ -27,6 +27,8 @@ export interface DoorSettings {
   readonly maxWatchers: number
   /** Deepest nesting of arrays and objects accepted in `params` (beyond it: -32602 before decoding). */
   readonly maxParamsDepth: number
+  /** Longest a blocking `message/send` waits before answering the task as it stands (`--blocking-timeout`). */
+  readonly blockingTimeoutMs: number
   /** `--auth-token`: every request but the agent card needs `Authorization: Bearer` it (./DoorAuth.ts). */
   readonly authToken?: Redacted.Redacted<string> | undefined
   /** The principals and their scopes (./DoorCredentials.ts); absent: made from `authToken` alone. */
@@ -45,7 +47,8 @@ export const defaultDoorSettings: DoorSettings = {
   keepAliveTimeoutMs: 5_000,
   heartbeatMs: 15_000,
   maxWatchers: 64,
-  maxParamsDepth: 64
+  maxParamsDepth: 64,
+  blockingTimeoutMs: 20_000
 }
 
 export class DoorConfig extends Context.Tag("capsule-runtime/http/DoorConfig")<DoorConfig, DoorSettings>() {

@@ -9,6 +9,7 @@ import { isTerminal, type Task } from "../services/Task.js"
 import { TaskNotFound, TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { a2aEncoder, a2aTask, endsA2aStream } from "./A2aWire.js"
+import { settledWithin } from "./BlockingWait.js"
 import type { CallContext } from "./CallContext.js"
 import { makeContextOwners } from "./ContextOwners.js"
 import { DoorConfig } from "./DoorConfig.js"
@@ -145,7 +146,7 @@ export const makeMethods = Effect.gen(function*() {
         task = acceptance.task
         claimMinted(call, task)
       }
-      if (request.blocking && !isTerminal(task.state)) task = yield* registry.awaitSettled(task.id)
+      if (request.blocking && !isTerminal(task.state)) task = yield* settledWithin(registry, task.id, config.blockingTimeoutMs)
       return json(encodeTask(task, a2a, request.historyLength))
     })
 

@@ -49,7 +49,7 @@ export interface AgentSessionOptions {
   readonly maxBodyBytes: number
   readonly retainTerminal: number
   /** `serve`'s resource limits; absent: the defaults. */
-  readonly limits?: { readonly retainBytes: number; readonly replayBytes: number; readonly maxWatchers: number }
+  readonly limits?: { readonly retainBytes: number; readonly replayBytes: number; readonly maxWatchers: number; readonly blockingTimeoutMs: number }
   readonly workdir: string | undefined
   readonly hostEnv: Readonly<Record<string, string | undefined>>
   /** Overrides the manifest's task acceptance (`run`: the door's and the registry's). */
@@ -87,7 +87,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
         maxBodyBytes: options.maxBodyBytes,
         authToken: options.authToken,
         credentials,
-        ...(options.limits === undefined ? {} : { maxWatchers: options.limits.maxWatchers })
+        ...(options.limits === undefined ? {} : { maxWatchers: options.limits.maxWatchers, blockingTimeoutMs: options.limits.blockingTimeoutMs })
       },
       registry: {
         ...(options.acceptance === undefined ? {} : { acceptance: options.acceptance.registry }),

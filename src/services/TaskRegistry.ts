@@ -2,8 +2,16 @@
  * The session's tasks: their states and transitions, acceptance (`none | single | queue`), the
  * three lanes (user > peer > bg) the runner takes queued tasks from, the `max_active` bound, and
  * retention of finished tasks bounded by count and by bytes (live tasks are never forgotten).
- * All operations are synchronous inside one `Effect.sync`,
- * so each is atomic on the JS thread without locks.
+ *
+ * A task parked in `input-required` gives its slot back when `max_active` > 1 (tasks of such a
+ * session are independent, so a client that never answers cannot starve the queue); it then
+ * counts against `queue_depth` like a queued task, and when its input arrives it takes the next
+ * free slot before any queued task. Under `max_active` 1 (script and agent capsules, whose tasks
+ * share one workdir) a parked task keeps the slot: the next task would change the workdir under
+ * the paused one. docs/design.md, "Input", gives the reasoning.
+ *
+ * All operations are synchronous inside one `Effect.sync`, so each is atomic on the JS thread
+ * without locks.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { mintId } from "./Ids.js"
@@ -114,10 +122,25 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   readonly live: () => Effect.Effect<ReadonlyArray<string>>
   /** Waits until the task is terminal or input-required (at once if it already is). */
   readonly awaitSettled: (taskId: string) => Effect.Effect<Task, TaskNotFound>
+  /** Waits until a task resumed from input-required holds a slot again (at once if it does). */
+  readonly awaitSlot: (taskId: string) => Effect.Effect<void>
   /** Refuses every later task with reason `closing` (shutdown). */
   readonly close: () => Effect.Effect<void>
-  /** `retained` counts every task held; `retainedBytes` is what the finished ones are charged. */
-  readonly stats: () => Effect.Effect<{ readonly queued: number; readonly active: number; readonly retained: number; readonly retainedBytes: number }>
+  /**
+   * `active`: tasks holding a slot; `parked`: live tasks that gave theirs back (waiting for input,
+   * or for a slot after it came); `retained` counts every task held; `retainedBytes` is what the
+   * finished ones are charged.
+   */
+  readonly stats: () => Effect.Effect<{
+    readonly queued: number
+    readonly active: number
+    readonly parked: number
+    /** Slots held by tasks waiting for input (under `max_active` 1, where a parked task keeps its slot). */
+    readonly inputHeld: number
+    readonly maxActive: number
+    readonly retained: number
+    readonly retainedBytes: number
+  }>
 }>() {
   static readonly layer = (config: Partial<TaskRegistryConfig> = {}) =>
     Layer.sync(TaskRegistry, () => makeRegistry({ ...defaultRegistryConfig, ...config }))
@@ -139,6 +162,12 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
   const tasks = new Map<string, Task>()
   const lanes: Record<Lane, Array<string>> = { user: [], peer: [], bg: [] }
   const active = new Set<string>()
+  const releasesParked = config.maxActive > 1
+  /** Live tasks without a slot after starting: waiting for input, or resumed and waiting for a slot. */
+  const parked = new Set<string>()
+  /** Resumed tasks waiting for a slot, in the order their input came: first in line for one. */
+  const resuming: Array<string> = []
+  const slotWaiters = new Map<string, () => void>()
   /** Finished tasks, oldest first, with what each is charged. */
   const finished = new Map<string, number>()
   let finishedBytes = 0
@@ -149,6 +178,18 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
 
   const queuedCount = () => lanes.user.length + lanes.peer.length + lanes.bg.length
 
+  /** Hands free slots to resumed tasks first, oldest input first. */
+  const grantResuming = () => {
+    while (active.size < config.maxActive && resuming.length > 0) {
+      const taskId = resuming.shift()!
+      parked.delete(taskId)
+      active.add(taskId)
+      const waiter = slotWaiters.get(taskId)
+      slotWaiters.delete(taskId)
+      waiter?.()
+    }
+  }
+
   const canAccept = (): RejectReason | undefined => {
     if (closing) return "closing"
     switch (config.acceptance) {
@@ -157,7 +198,8 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       case "single":
         return acceptedEver === 0 ? undefined : "busy"
       case "queue":
-        return queuedCount() < config.queueDepth ? undefined : "busy"
+        // A parked task that gave its slot back waits as a queued one does, and is bounded alike.
+        return queuedCount() + parked.size < config.queueDepth ? undefined : "busy"
     }
   }
 
@@ -256,7 +298,22 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
           active.add(taskId)
           lastStarted = taskId
         }
-        if (isTerminal(to)) active.delete(taskId)
+        if (to === "input-required" && releasesParked) {
+          if (active.delete(taskId)) parked.add(taskId)
+          // Asking again before its slot came back: it waits for input, not for a slot.
+          const at = resuming.indexOf(taskId)
+          if (at >= 0) resuming.splice(at, 1)
+        }
+        // Input came: the task queues for a slot ahead of every new task (at once when one is free).
+        if (to === "working" && task.state === "input-required" && parked.has(taskId)) resuming.push(taskId)
+        if (isTerminal(to)) {
+          active.delete(taskId)
+          if (parked.delete(taskId)) {
+            const at = resuming.indexOf(taskId)
+            if (at >= 0) resuming.splice(at, 1)
+          }
+        }
+        grantResuming()
         notify(next)
       }
       if (isTerminal(next.state)) retire(next)
@@ -265,6 +322,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
 
   const startNext = () =>
     Effect.sync(() => {
+      grantResuming()
       if (active.size >= config.maxActive) return Option.none<Task>()
       const lane = lanes.user.length > 0 ? lanes.user : lanes.peer.length > 0 ? lanes.peer : lanes.bg
       const taskId = lane.shift()
@@ -298,9 +356,27 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       })
     })
 
+  const awaitSlot = (taskId: string) =>
+    Effect.suspend((): Effect.Effect<void> => {
+      if (!resuming.includes(taskId)) return Effect.void
+      return Effect.async<void>((resume) => {
+        slotWaiters.set(taskId, () => resume(Effect.void))
+        return Effect.sync(() => void slotWaiters.delete(taskId))
+      })
+    })
+
   const close = () => Effect.sync(() => void (closing = true))
 
-  const stats = () => Effect.sync(() => ({ queued: queuedCount(), active: active.size, retained: tasks.size, retainedBytes: finishedBytes }))
+  const stats = () =>
+    Effect.sync(() => ({
+      queued: queuedCount(),
+      active: active.size,
+      parked: parked.size,
+      inputHeld: [...active].filter((taskId) => tasks.get(taskId)?.state === "input-required").length,
+      maxActive: config.maxActive,
+      retained: tasks.size,
+      retainedBytes: finishedBytes
+    }))
 
-  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, close, stats })
+  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, awaitSlot, close, stats })
 }

@@ -230,6 +230,8 @@ const makeRunner = (config: TaskRunnerConfig) =>
             inbox.waiting = answer
             const waiting = yield* registry.update(task.id, { state: "input-required", statusMessage: prompt, prompt }).pipe(Effect.orDie)
             yield* emit(waiting, { _tag: "Status", state: "input-required", message: prompt, final: false })
+            // Parked, it may have given its slot back: a queued task can start meanwhile.
+            yield* wake.offer(undefined)
             const wait = Deferred.await(answer)
             const message = config.inputTimeoutMs === undefined
               ? yield* wait
@@ -237,6 +239,8 @@ const makeRunner = (config: TaskRunnerConfig) =>
                 duration: config.inputTimeoutMs,
                 onTimeout: () => new CapsuleFailure({ message: "input-timeout" })
               }))
+            // A task that gave its slot back while parked (max_active > 1) runs on only with one.
+            yield* registry.awaitSlot(task.id)
             return textOf(message)
           }).pipe(Effect.ensuring(Effect.sync(() => void (inbox.waiting = undefined))))
       }

@@ -110,6 +110,31 @@ describe("peer handles", () => {
     expect([...bodies]).toEqual([JSON.stringify({ error: "handle_not_valid", message: "the handle is not valid for this capsule and audience" })])
   })
 
+  it("any case or whitespace variant of an audience minting accepts redeems the handle; another audience does not", async () => {
+    // Header values are visible ASCII; the padding is what an HTTP parser or a hand may leave.
+    const visible = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((code) => String.fromCharCode(code)), minLength: 1, maxLength: 16 })
+    const pad = fc.string({ unit: fc.constantFrom(" ", "\t"), maxLength: 3 })
+    const variant = (text: string, flips: ReadonlyArray<boolean>, lead: string, tail: string) =>
+      lead + [...text].map((char, index) => flips[index % Math.max(1, flips.length)] ? char.toUpperCase() : char.toLowerCase()).join("") + tail
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(visible, visible).map(([name, host]) => `${name}@${host}`),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
+        pad, pad, pad, pad,
+        async (audience, mintFlips, redeemFlips, a, b, c, d) => {
+          const minted = await share("x.txt", variant(audience, mintFlips, a, b))
+          expect(minted.audience).toBe(audience.toLowerCase())
+          const ok = await redeem(minted.handle, variant(audience, redeemFlips, c, d))
+          expect([ok.answer.status, ok.body.toString()]).toEqual([200, "x"])
+          const other = await redeem(minted.handle, `${audience}x`)
+          expect(other.answer.status).toBe(403)
+        }
+      ),
+      { numRuns: 150 }
+    )
+  })
+
   it("expiry is 410 handle_expired; ttl only narrows max_ttl; missing audience 400; malformed 400; no listing", async () => {
     const audience = "reader@127.0.0.1:4000"
     const minted = await share("x.txt", audience, 1)

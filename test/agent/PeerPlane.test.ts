@@ -86,6 +86,9 @@ describe("peer plane between two sessions", () => {
     expect(third.body.equals(forged.body)).toBe(true)
     expect(third.json().error).toBe("handle_not_valid")
     expect(third.headers["x-murmur-handle-id"]).toBe(shared.handle_id)
+    // The reader's audience in another case is the same audience: minting and checking share one form.
+    const shouted = await rawRequest(minter.listening.url, "GET", `/resources/peer/${shared.handle}`, { "x-murmur-audience": ` ${shared.audience.toUpperCase()}` })
+    expect([shouted.status, shouted.body.toString()]).toEqual([200, "hand this to the reader"])
 
     // A peer answering 307 towards the minter: nothing is followed, nothing is written.
     const redirecting: Server = createServer((_, res) => res.writeHead(307, { location: `${minter.listening.url}resources/peer/${shared.handle}` }).end())
@@ -98,7 +101,7 @@ describe("peer plane between two sessions", () => {
 
     expect(events(minter.listening.workdir, "peer_handle_mint")).toMatchObject([{ handle_id: shared.handle_id, path: "note.txt", audience: shared.audience, outcome: "ok" }])
     const redeems = events(minter.listening.workdir, "peer_handle_redeem")
-    expect(redeems.map((line) => line.outcome)).toEqual(["ok", "handle_not_valid", "handle_not_valid"])
+    expect(redeems.map((line) => line.outcome)).toEqual(["ok", "handle_not_valid", "handle_not_valid", "ok"])
     expect(redeems[1].path).toBeNull()
     expect(events(reader.listening.workdir, "peer_file_fetch").map((line) => line.outcome)).toEqual(["ok", "redirect_refused"])
     expect(traceText(minter.listening.workdir)).not.toContain(shared.handle)

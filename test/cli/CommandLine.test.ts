@@ -93,6 +93,7 @@ describe("a bad value is one coded line naming the flag", () => {
     [["serve", "--task-acceptance", "bogus"], "--task-acceptance: 'bogus' is not one of none, single, queue"],
     [["serve", "--queue-depth", "-1"], "--queue-depth: '-1' is out of range; expected an integer ≥ 0"],
     [["serve", "--max-active", "0"], "--max-active: '0' is out of range; expected an integer ≥ 1"],
+    [["serve", "--blocking-timeout", "0"], "--blocking-timeout: '0' is out of range; expected an integer ≥ 1"],
     [["serve", "--max-body-bytes", "1k"], "--max-body-bytes: '1k' is not an integer; expected an integer ≥ 1"],
     [["serve", "--retain-tasks", "x"], "--retain-tasks: 'x' is not an integer; expected an integer ≥ 0"],
     [["serve", "--retain-bytes", "x"], "--retain-bytes: 'x' is not an integer; expected an integer ≥ 0"],

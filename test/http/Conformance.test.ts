@@ -1,11 +1,13 @@
 /**
  * Black-box conformance checks of a2a-protocol.md §3.4, by ID, in the A2A 0.3 dialect (`kind`
  * fields), over raw fetch against a real door on loopback. AUTH-1 and VER-1 are not served yet
- * and have no checks here.
+ * and have no checks here. Q-3 is the scenario that cost the A2A TCK's quality category half its
+ * checks (issue 17, item 13); its CLI check needs `npm run build` first.
  */
 import { request as httpRequest } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
 import { followUpPrompt } from "../../src/services/ScriptedCapsule.js"
+import { listeningCli } from "../lib/CapsuleDirs.js"
 import {
   a2aMessage,
   collect,
@@ -759,6 +761,65 @@ describe("quality", () => {
     }))
     expect(["submitted", "working", "completed"]).toContain(nulls.status.state)
     expect(resultOf(await rpc(url, "tasks/get", { id: nulls.id, historyLength: null })).id).toBe(nulls.id)
+  })
+
+  it("Q-3: with max-active 2, two tasks parked in input-required leave their slots: a third blocking send answers", async () => {
+    const { url, registry } = await open({ registry: { queueDepth: 8, maxActive: 2 } })
+    const parked = [
+      resultOf(await rpc(url, "message/send", send("first"))),
+      resultOf(await rpc(url, "message/send", send("second")))
+    ]
+    expect(parked.map((task) => task.status.state)).toEqual(["input-required", "input-required"])
+    // Blocking by default (A2A); the bound is far away (20 s), so the answer is the task's own.
+    const third = resultOf(await rpc(url, "message/send", send("/complete third")))
+    expect([third.status.state, textOf(third.status.message.parts)]).toEqual(["completed", "third"])
+    // Input for a parked task takes a slot again and the conversation goes on where it was.
+    const resumed = resultOf(await rpc(url, "message/send", send("/done", { taskId: parked[0].id })))
+    expect([resumed.id, resumed.status.state]).toEqual([parked[0].id, "completed"])
+    expect(await door!.run(registry.stats())).toMatchObject({ active: 0, parked: 1, queued: 0 })
+  })
+
+  it("Q-3: parked tasks that gave their slots back count against --queue-depth: past it a send is rejected at once", async () => {
+    const { url } = await open({ registry: { queueDepth: 2, maxActive: 2 } })
+    for (const text of ["one", "two"]) expect(resultOf(await rpc(url, "message/send", send(text))).status.state).toBe("input-required")
+    const refused = resultOf(await rpc(url, "message/send", send("three")))
+    expect([refused.status.state, textOf(refused.status.message.parts)]).toEqual(["rejected", "task rejected: capsule is busy"])
+  })
+
+  it("Q-3: the blocking wait is bounded: a queued or long task is answered as it stands with a status message saying why", async () => {
+    // max-active 1 (a script or agent capsule): a parked task keeps its slot, so the next one queues.
+    const { url } = await open({ registry: { queueDepth: 8, maxActive: 1 }, door: { blockingTimeoutMs: 300 } })
+    const holder = resultOf(await rpc(url, "message/send", send("/ask name?")))
+    expect(holder.status.state).toBe("input-required")
+    const queued = resultOf(await rpc(url, "message/send", send("/complete later")))
+    expect(queued.status.state).toBe("submitted")
+    expect(textOf(queued.status.message.parts)).toBe(
+      "not started after 0.3s (serve --blocking-timeout): 1 of 1 active slots are busy, 1 of them by tasks waiting for input; " +
+        "it stays queued and starts when one frees: follow it with tasks/get or tasks/resubscribe"
+    )
+    // The task was left queued, not dropped: answering the holder lets it run.
+    resultOf(await rpc(url, "message/send", send("Ada", { taskId: holder.id })))
+    expect((await waitForState(url, queued.id, ["completed"])).status.state).toBe("completed")
+    const long = resultOf(await rpc(url, "message/send", send("/forever")))
+    expect(long.status.state).toBe("working")
+    expect(textOf(long.status.message.parts)).toBe("still working after 0.3s (serve --blocking-timeout); it runs on: follow it with tasks/get or tasks/resubscribe")
+  })
+
+  it("Q-3 through `serve --max-active 2 --blocking-timeout 1` (the TCK's setup): parked tasks do not starve a blocking send; the bound answers a long one", async () => {
+    const cleanups: Array<() => Promise<void> | void> = []
+    try {
+      const served = await listeningCli(["serve", "--max-active", "2", "--blocking-timeout", "1", "--json"], {}, cleanups)
+      const url = served.listening.url
+      for (const text of ["first", "second"]) expect(resultOf(await rpc(url, "message/send", send(text))).status.state).toBe("input-required")
+      expect(resultOf(await rpc(url, "message/send", send("third"))).status.state).toBe("input-required")
+      const long = resultOf(await rpc(url, "message/send", send("/forever")))
+      expect([long.status.state, textOf(long.status.message.parts)]).toEqual([
+        "working",
+        "still working after 1s (serve --blocking-timeout); it runs on: follow it with tasks/get or tasks/resubscribe"
+      ])
+    } finally {
+      for (const cleanup of cleanups.reverse()) await cleanup()
+    }
   })
 
   it("Q-2: SSE frames end with a blank line; heartbeat comments are well-formed blocks", async () => {

@@ -191,6 +191,39 @@ describe("request framing", () => {
     }
   })
 
+  it("answers HEAD of the agent card under both paths with the GET's head and no body", async () => {
+    const { url } = await open()
+    for (const path of [".well-known/agent-card.json", ".well-known/agent.json"]) {
+      const get = await fetch(`${url}${path}`)
+      const body = await get.text()
+      const head = await fetch(`${url}${path}`, { method: "HEAD" })
+      expect(head.status, path).toBe(200)
+      expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"))
+      expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(body)))
+      expect(await head.text()).toBe("")
+    }
+    // A raw HEAD: the head ends the answer, no body bytes follow on the connection.
+    const { text } = await rawExchange(url, ["HEAD /.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"], 2_000)
+    expect(text).toMatch(/^HTTP\/1\.1 200 /)
+    expect(text.endsWith("\r\n\r\n")).toBe(true)
+  })
+
+  it("answers a request line naming HTTP/2.0 with 505 and closes, for a card read and a JSON-RPC call alike", async () => {
+    const { url } = await open()
+    const call = envelope("tasks/get", { id: "tsk_probe" })
+    for (const request of [
+      "GET /.well-known/agent-card.json HTTP/2.0\r\nhost: x\r\n\r\n",
+      `POST / HTTP/2.0\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${call.length}\r\n\r\n${call}`
+    ]) {
+      const { text, closedByServer } = await rawExchange(url, [request], 2_000)
+      expect(text).toMatch(/^HTTP\/1\.1 505 HTTP Version Not Supported\r\n/)
+      expect(text).toContain('"error":"http_version_not_supported"')
+      expect(text).not.toContain("-32700")
+      expect(closedByServer).toBe(true)
+    }
+    await stillServes(url)
+  })
+
   it("answers garbage on the socket with 400 and keeps serving", async () => {
     const { url } = await open()
     const { text } = await rawExchange(url, ["\x16\x03\x01 not http at all\r\n\r\n"], 2_000)

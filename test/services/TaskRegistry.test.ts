@@ -70,6 +70,38 @@ describe("TaskRegistry", () => {
       assert.deepStrictEqual(order, [user.id, peer.id, bg1.id, bg2.id])
     }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 10, maxActive: 2 }))))
 
+  it.effect("max_active 2: a parked task gives its slot to a queued one; its input takes the next free slot ahead of queued tasks", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      const [a, b, c, d] = [yield* accepted(registry, "a"), yield* accepted(registry, "b"), yield* accepted(registry, "c"), yield* accepted(registry, "d")]
+      yield* registry.startNext()
+      yield* registry.startNext()
+      yield* registry.update(a.id, { state: "input-required" })
+      assert.strictEqual(Option.getOrThrow(yield* registry.startNext()).id, c.id)
+      assert.isTrue(Option.isNone(yield* registry.startNext()), "b and c hold both slots")
+      // a's input comes while both slots are taken: it is working again but waits for a slot.
+      yield* registry.update(a.id, { state: "working" })
+      const waiting = yield* Effect.fork(registry.awaitSlot(a.id))
+      assert.deepInclude(yield* registry.stats(), { active: 2, parked: 1, queued: 1 })
+      yield* registry.update(c.id, { state: "completed" })
+      yield* Fiber.join(waiting)
+      assert.deepInclude(yield* registry.stats(), { active: 2, parked: 0, queued: 1 })
+      assert.isTrue(Option.isNone(yield* registry.startNext()), "the freed slot went to a, not to d")
+      yield* registry.update(b.id, { state: "completed" })
+      assert.strictEqual(Option.getOrThrow(yield* registry.startNext()).id, d.id)
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 10, maxActive: 2 }))))
+
+  it.effect("max_active 1: a parked task keeps its slot (the next task would share its workdir)", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      const a = yield* accepted(registry, "a")
+      yield* accepted(registry, "b")
+      yield* registry.startNext()
+      yield* registry.update(a.id, { state: "input-required" })
+      assert.isTrue(Option.isNone(yield* registry.startNext()))
+      assert.deepInclude(yield* registry.stats(), { active: 1, parked: 0, inputHeld: 1, queued: 1 })
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 10, maxActive: 1 }))))
+
   it.effect("refuses transitions the state machine forbids and changes nothing", () =>
     Effect.gen(function*() {
       const registry = yield* TaskRegistry
@@ -208,7 +240,9 @@ describe("TaskRegistry invariants (property)", () => {
             const all = known.map((id) => Effect.runSync(registry.get(id)).state)
             const running = all.filter((s) => s === "working" || s === "input-required").length
             const queued = all.filter((s) => s === "submitted").length
-            if (stats.active !== running || stats.queued !== queued) return false
+            // A parked task gives its slot back only when more than one may run at once.
+            if (stats.active + stats.parked !== running || stats.queued !== queued) return false
+            if (maxActive === 1 && stats.parked !== 0) return false
             if (acceptance === "queue" && queued > queueDepth) return false
             if (running > maxActive && ops.every((o) => o.op !== "move")) return false
             const live = Effect.runSync(registry.live())
