@@ -22,7 +22,7 @@ import type { Capabilities, ResourceCapabilities, ShellCapabilities } from "../m
 import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
 import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
 import { executableOnPath, type HostTier, SYSTEM_DIRS } from "./HostProbe.js"
-import { liveProcessCount, prlimitArgs, rlimitsFor } from "./Resources.js"
+import { liveProcessCount, prlimitArgs, rlimitsFor, tmpBytesFor } from "./Resources.js"
 import { seccompProgram } from "./Seccomp.js"
 
 export interface SealedShell {
@@ -160,7 +160,10 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   if (program === undefined) return undefined
   const workdir = resolve(input.workdir)
   const root = new RootBuilder()
-  root.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+  // Scratch is memory no rlimit counts: each tmpfs is sized, and bwrap's /dev (a tmpfs of its own) read-only.
+  const tmpBytes = String(tmpBytesFor(containment.resources))
+  root.push("--proc", "/proc", "--dev", "/dev", "--size", tmpBytes, "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+  root.push("--size", tmpBytes, "--tmpfs", "/tmp")
   addExecutable(root, program)
   for (const name of input.allow) {
     const other = locate(name, input.path)
@@ -174,7 +177,7 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   }
   addLoaderCache(root)
   root.add(workdir, "rw")
-  const noexec = ["/tmp", "/dev"]
+  const noexec = ["/tmp", "/dev", "/dev/shm"]
   const workdirMounts = [workdir]
   for (const entry of containment.readOnly) {
     const target = resolve(workdir, entry)
@@ -196,6 +199,8 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   const bwrapArgs = [
     "--unshare-all",
     "--unshare-user",
+    // The launcher is pid 1 and becomes the command: no bwrap init whose /proc/1/exe runs a host binary.
+    "--as-pid-1",
     "--die-with-parent",
     "--new-session",
     "--hostname",

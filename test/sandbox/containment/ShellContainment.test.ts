@@ -1,11 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { probeHostOnce } from "../../../src/sandbox/containment/HostProbe.js"
 import {
   appliedContainment,
+  locate,
   type ShellContainment,
   shellContainment
 } from "../../../src/sandbox/containment/ShellContainment.js"
@@ -96,6 +97,36 @@ describe.skipIf(!sealedHost)("sealed shell containment", () => {
       const dir = workdir()
       const { text } = yield* run(request(dir, "cat", "/proc/net/dev", sealed()))
       assert.notInclude(text, "eth0")
+    }))
+
+  it.live("the scratch mounts are sized by resources.tmp_bytes (ENOSPC past it) and /dev is read-only", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      const c = sealed({ resources: { tmp_bytes: 1024 * 1024 } })
+      const fill = "head -c 3000000 /dev/zero > /tmp/a; echo tmp=$?; head -c 3000000 /dev/zero > /dev/shm/a; echo shm=$?; " +
+        "stat -c %s /tmp/a /dev/shm/a; (: > /dev/planted) || echo DEV-R''O"
+      const { text } = yield* run(request(dir, "sh", fill, c, ["sh", "head", "stat"]))
+      assert.include(text, "tmp=1")
+      assert.include(text, "shm=1")
+      assert.include(text, "No space left on device")
+      // Nothing past the size reached host memory: each file stopped at the mount's 1 MiB.
+      assert.include(text, "1048576\n1048576\n")
+      assert.include(text, "DEV-RO")
+      const unsized = yield* run(request(dir, "sh", "head -c 3000000 /dev/zero > /tmp/a; echo tmp=$?", sealed(), ["sh", "head"]))
+      assert.include(unsized.text, "tmp=0")
+    }))
+
+  it.live("pid 1 is the command itself: /proc/1 shows no bwrap and runs nothing outside the allowlist", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      // The probe's own text is echoed in the result, so it names none of what it looks for.
+      const probe = "readlink /proc/1/exe; /proc/1/exe --version; tr '\\0' ' ' < /proc/1/cmdline; echo"
+      const { text } = yield* run(request(dir, "sh", probe, sealed(), ["sh", "readlink", "tr"]))
+      const shell = realpathSync(locate("sh", hostPath)!)
+      assert.include(text, `${shell}\n`)
+      assert.notInclude(text, "bubblewrap")
+      assert.notInclude(text, "bwrap")
+      assert.notInclude(text, "--ro-bind")
     }))
 
   it.live("reports what it applied", () =>
