@@ -7,11 +7,12 @@
  * <noexec mounts> -- <program> <argv>`. Every namespace is unshared (network included: nothing
  * enforces `network.allow` for subprocesses, so they get none), the root holds only the allowlisted
  * binaries and their library closure read-only, the workdir read-write at its host path, the
- * `filesystem.read_only` subtrees read-only over it, a private `/tmp`, `/proc` (own pid namespace)
- * and a minimal `/dev`; the root itself is read-only. bwrap's `--die-with-parent` plus the pid
- * namespace take the whole tree down when the runtime dies. The launcher (./ExecLauncher.ts)
- * remounts the writable mounts noexec, drops capabilities, sets no_new_privs and loads the seccomp
- * program (./Seccomp.ts).
+ * `filesystem.read_only` subtrees read-only over it, a private `/tmp` and `/dev/shm` of
+ * `resources.tmp_bytes` each, `/proc` (own pid namespace) and a read-only minimal `/dev`; the root
+ * itself is read-only. bwrap's `--die-with-parent` plus the pid namespace take the whole tree down
+ * when the runtime dies. The launcher (./ExecLauncher.ts) is pid 1 and becomes the command; it
+ * remounts the writable mounts noexec, drops capabilities (under a root runtime: becomes
+ * ./SandboxUid.ts's uid first), sets no_new_privs and loads the seccomp program (./Seccomp.ts).
  *
  * Advisory: `prlimit <rlimits> -- setpriv --pdeathsig KILL -- <binary> <argv>`: limits and death
  * with the runtime, nothing else.
@@ -23,6 +24,7 @@ import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
 import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
 import { executableOnPath, type HostTier, SYSTEM_DIRS } from "./HostProbe.js"
 import { liveProcessCount, prlimitArgs, rlimitsFor, tmpBytesFor } from "./Resources.js"
+import { SANDBOX_UID, type SandboxIdMap, sandboxIdMap } from "./SandboxUid.js"
 import { seccompProgram } from "./Seccomp.js"
 
 export interface SealedShell {
@@ -66,6 +68,8 @@ export type Mechanism =
   | "seccomp"
   | "noexec-scratch"
   | "noexec-workdir"
+  | "sized-scratch"
+  | "unprivileged-uid"
 
 /** A util-linux helper: on `PATH`, else in the system directories. */
 const helper = (name: string, path: string | undefined): string | undefined => executableOnPath(name, path, SYSTEM_DIRS)
@@ -95,8 +99,8 @@ export const shellContainment = (
   }
 }
 
-/** Everything `containment` puts in place for each command, in a stable order. */
-export const appliedContainment = (containment: ShellContainment): ReadonlyArray<Mechanism> => {
+/** Everything `containment` puts in place for each command of a runtime running as `uid`, in a stable order. */
+export const appliedContainment = (containment: ShellContainment, uid: number = process.getuid?.() ?? 0): ReadonlyArray<Mechanism> => {
   const rlimits: Array<Mechanism> = containment.prlimit === undefined ? [] : ["rlimits"]
   if (containment.tier === "advisory") return [...rlimits, ...(containment.setpriv === undefined ? [] : ["pdeathsig" as const])]
   return [
@@ -111,7 +115,9 @@ export const appliedContainment = (containment: ShellContainment): ReadonlyArray
     "no-new-privs",
     "seccomp",
     "noexec-scratch",
-    ...(containment.workdirExec ? [] : ["noexec-workdir" as const])
+    ...(containment.workdirExec ? [] : ["noexec-workdir" as const]),
+    "sized-scratch",
+    ...(uid === 0 ? ["unprivileged-uid" as const] : [])
   ]
 }
 
@@ -120,6 +126,8 @@ export interface CommandLine {
   readonly file: string
   readonly args: ReadonlyArray<string>
   readonly fds: ReadonlyArray<Buffer>
+  /** Under a root runtime: the id maps the spawner writes while bwrap waits (./SandboxUid.ts). */
+  readonly idMap?: SandboxIdMap
 }
 
 export interface CommandInput {
@@ -196,6 +204,18 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   if (!containment.workdirExec) noexec.push(...workdirMounts)
   root.push("--perms", "0555", "--ro-bind-data", "3", LAUNCHER_PATH)
   root.push("--remount-ro", "/")
+  const fds = [launcherBytes(), seccompProgram({ unixSockets: containment.unixSockets })]
+  // RLIMIT_NPROC exempts the host's root: a root runtime's commands run as SANDBOX_UID.
+  const idMap = uid === 0 ? sandboxIdMap(3 + fds.length, 4 + fds.length) : undefined
+  const asSandboxUid = idMap === undefined
+    ? []
+    : [
+      "--info-fd",
+      String(idMap.infoFd),
+      "--userns-block-fd",
+      String(idMap.blockFd),
+      ...["CAP_SETUID", "CAP_SETGID", "CAP_DAC_OVERRIDE", "CAP_FOWNER"].flatMap((cap) => ["--cap-add", cap])
+    ]
   const bwrapArgs = [
     "--unshare-all",
     "--unshare-user",
@@ -211,21 +231,24 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
     "CAP_SYS_ADMIN",
     "--cap-add",
     "CAP_SETPCAP",
+    ...asSandboxUid,
     ...root.args,
     "--chdir",
     input.workdir,
     "--",
     LAUNCHER_PATH,
     "4",
+    idMap === undefined ? "-" : String(SANDBOX_UID),
     ...noexec,
     "--",
     program,
     ...input.argv
   ]
-  const fds = [launcherBytes(), seccompProgram({ unixSockets: containment.unixSockets })]
-  if (containment.prlimit === undefined) return { file: containment.bwrap, args: bwrapArgs, fds }
-  const limits = rlimitsFor(containment.resources, liveProcessCount(uid))
-  return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", containment.bwrap, ...bwrapArgs], fds }
+  const ids = idMap === undefined ? {} : { idMap }
+  if (containment.prlimit === undefined) return { file: containment.bwrap, args: bwrapArgs, fds, ...ids }
+  // SANDBOX_UID's count is kept per user namespace: the sandbox's processes alone, no headroom.
+  const limits = rlimitsFor(containment.resources, idMap === undefined ? liveProcessCount(uid) : 0)
+  return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", containment.bwrap, ...bwrapArgs], fds, ...ids }
 }
 
 /** The advisory command line: rlimits and pdeathsig around the binary as today. */

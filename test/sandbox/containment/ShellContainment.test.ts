@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs"
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -10,6 +10,7 @@ import {
   type ShellContainment,
   shellContainment
 } from "../../../src/sandbox/containment/ShellContainment.js"
+import { SANDBOX_UID } from "../../../src/sandbox/containment/SandboxUid.js"
 import type { Capabilities } from "../../../src/sandbox/manifest/Capabilities.js"
 import { DetachedRegistry } from "../../../src/services/DetachedRegistry.js"
 import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/sandbox/Shell.js"
@@ -17,6 +18,7 @@ import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/sandbo
 const hostPath = process.env.PATH ?? "/usr/bin:/bin"
 const host = await Effect.runPromise(probeHostOnce(hostPath))
 const sealedHost = host.tier === "sealed"
+const asRoot = process.getuid?.() === 0
 if (!sealedHost) console.warn(`sealed-tier containment tests skipped: ${host.reason}`)
 
 const layer = Shell.layer().pipe(Layer.provideMerge(DetachedRegistry.layer))
@@ -129,12 +131,39 @@ describe.skipIf(!sealedHost)("sealed shell containment", () => {
       assert.notInclude(text, "--ro-bind")
     }))
 
+  it.live("under a root runtime the command runs as an unprivileged uid: max_processes binds, the root-owned workdir stays writable", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      writeFileSync(join(dir, "owned.txt"), "runtime\n", { mode: 0o644 })
+      const c = sealed({ resources: { max_processes: 16 } })
+      const bomb = `-e '$n = 0; for (1..200) { $p = fork(); last unless defined $p; if ($p == 0) { sleep 5; exit 0 } $n++ } print "forked=$n\\n"'`
+      const { code, text } = yield* run(request(dir, "sh", `id -u; echo command >> owned.txt; echo new > made.txt; perl ${bomb}`, c, ["sh", "id", "perl"]))
+      assert.strictEqual(code, 0, text)
+      const forked = Number(/forked=(\d+)/.exec(text)?.[1])
+      assert.isBelow(forked, 16, text)
+      assert.strictEqual(readFileSync(join(dir, "owned.txt"), "utf8"), "runtime\ncommand\n")
+      const made = join(dir, "made.txt")
+      assert.strictEqual(readFileSync(made, "utf8"), "new\n")
+      if (asRoot) {
+        assert.include(text, `${SANDBOX_UID}\n`)
+        assert.strictEqual(statSync(made).uid, SANDBOX_UID)
+        // The runtime goes on using what the command made.
+        writeFileSync(made, "runtime again\n")
+        const again = yield* run(request(dir, "sh", "cat made.txt; echo more >> made.txt", c, ["sh", "cat"]))
+        assert.include(again.text, "runtime again\n")
+        assert.strictEqual(readFileSync(made, "utf8"), "runtime again\nmore\n")
+      }
+    }))
+
   it.live("reports what it applied", () =>
     Effect.sync(() => {
       const c = sealed()
       assert.include(appliedContainment(c), "seccomp")
       assert.include(appliedContainment(c), "noexec-workdir")
       assert.include(appliedContainment(c), "rlimits")
+      assert.include(appliedContainment(c), "sized-scratch")
+      assert.include(appliedContainment(c, 0), "unprivileged-uid")
+      assert.notInclude(appliedContainment(c, 1000), "unprivileged-uid")
       // An executable workdir is the one sealed mechanism workdir_exec gives up (ContainmentDecision caps it at advisory).
       assert.notInclude(appliedContainment(sealed({ filesystem: { workdirExec: true, readOnly: [] } })), "noexec-workdir")
     }))
