@@ -214,7 +214,9 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
       String(idMap.infoFd),
       "--userns-block-fd",
       String(idMap.blockFd),
-      ...["CAP_SETUID", "CAP_SETGID", "CAP_DAC_OVERRIDE", "CAP_FOWNER"].flatMap((cap) => ["--cap-add", cap])
+      ...["CAP_SETUID", "CAP_SETGID", "CAP_DAC_OVERRIDE", "CAP_FOWNER"].flatMap((cap) => ["--cap-add", cap]),
+      // git refuses a repository its uid does not own ("dubious ownership"): the root-owned workdir is the command's own.
+      ...["--setenv", "GIT_CONFIG_COUNT", "1", "--setenv", "GIT_CONFIG_KEY_0", "safe.directory", "--setenv", "GIT_CONFIG_VALUE_0", "*"]
     ]
   const bwrapArgs = [
     "--unshare-all",

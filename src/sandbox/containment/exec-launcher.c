@@ -6,7 +6,8 @@
  * 3. drop the bounding set; with a uid (the runtime is root: RLIMIT_NPROC binds no process whose
  *    real uid is the host's root), become that uid and gid with no supplementary groups, keeping
  *    only CAP_DAC_OVERRIDE and CAP_FOWNER (ambient, so they survive the exec) for the root-owned
- *    workdir, and re-arm the parent-death signal the uid change cleared; else drop every capability,
+ *    workdir (access(2) too: SECBIT_NO_SETUID_FIXUP), and re-arm the parent-death signal the uid
+ *    change cleared; else drop every capability,
  * 4. set no_new_privs, load the classic-BPF seccomp program read from the fd (after the mounts:
  *    it denies mount),
  * 5. execve the program by its absolute path.
@@ -60,6 +61,10 @@ void cmain(long *sp) {
   if (!eq(argv[2], "-")) {
     long uid = number(argv[2]);
     kept = (1u << 1) | (1u << 3); /* CAP_DAC_OVERRIDE, CAP_FOWNER */
+    /* SECBIT_NO_SETUID_FIXUP(+LOCKED): access(2) checks with the real uid and, without it, no
+       capability, so it would refuse what open(2) allows (the composed root's 0700 dirs, the
+       root-owned workdir). */
+    if (sys6(157, 28, 0x0c, 0, 0, 0) != 0) die("PR_SET_SECUREBITS failed", 0, 126);
     if (sys6(157, 8, 1, 0, 0, 0) != 0) die("PR_SET_KEEPCAPS failed", 0, 126);
     if (sys(116, 0, 0, 0) != 0) die("setgroups failed", 0, 126);
     if (sys(119, uid, uid, uid) != 0) die("setresgid failed for", argv[2], 126);

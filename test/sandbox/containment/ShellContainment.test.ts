@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -149,9 +150,15 @@ describe.skipIf(!sealedHost)("sealed shell containment", () => {
         assert.strictEqual(statSync(made).uid, SANDBOX_UID)
         // The runtime goes on using what the command made.
         writeFileSync(made, "runtime again\n")
-        const again = yield* run(request(dir, "sh", "cat made.txt; echo more >> made.txt", c, ["sh", "cat"]))
+        // access(2) agrees with open(2) (it checks with the real uid): `test -w` on the workdir and /tmp.
+        const again = yield* run(request(dir, "sh", "cat made.txt; echo more >> made.txt; test -w . && test -w /tmp && echo ACC''ESS", c, ["sh", "cat"]))
+        assert.include(again.text, "ACCESS")
         assert.include(again.text, "runtime again\n")
         assert.strictEqual(readFileSync(made, "utf8"), "runtime again\nmore\n")
+        // A repository the root runtime made is still the command's to use.
+        execFileSync("git", ["init", "-q", dir])
+        const git = yield* run(request(dir, "git", "status --short", c))
+        assert.strictEqual(git.code, 0, git.text)
       }
     }))
 
