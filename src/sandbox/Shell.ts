@@ -18,8 +18,9 @@
  * host's network). NOT enforced: cgroup v2 limits, the workdir size budget. See docs/shell.md.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import type { Writable } from "node:stream"
+import type { Readable, Writable } from "node:stream"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
+import { writeIdMaps } from "./containment/SandboxUid.js"
 import { type CommandLine, containedCommand, type ShellContainment } from "./containment/ShellContainment.js"
 import { type EgressEndpoint, ShellEgress } from "./egress/ShellEgress.js"
 import type { ToolResultData } from "./GuestJob.js"
@@ -136,7 +137,8 @@ const spawnChild = (binary: string, line: CommandLine, env: Record<string, strin
   Effect.async<Running, ShellError>((resume) => {
     let proc: ChildProcess
     try {
-      const stdio: Array<"ignore" | "pipe"> = ["ignore", "pipe", "pipe", ...line.fds.map(() => "pipe" as const)]
+      const idMapFds = line.idMap === undefined ? [] : ["pipe" as const, "pipe" as const]
+      const stdio: Array<"ignore" | "pipe"> = ["ignore", "pipe", "pipe", ...line.fds.map(() => "pipe" as const), ...idMapFds]
       proc = spawn(line.file, line.args, { cwd, env, shell: false, detached: true, stdio })
     } catch (error) {
       return resume(Effect.fail(new ShellError({ reason: "Spawn", binary, message: (error as Error).message })))
@@ -147,6 +149,10 @@ const spawnChild = (binary: string, line: CommandLine, env: Record<string, strin
       stream?.on("error", () => {})
       stream?.end(data)
     })
+    if (line.idMap !== undefined) {
+      const kill = () => proc.pid !== undefined && signalGroup({ pid: proc.pid }, "SIGKILL")
+      writeIdMaps(line.idMap, proc.stdio[line.idMap.infoFd] as Readable, proc.stdio[line.idMap.blockFd] as Writable, kill)
+    }
     const exited = Deferred.unsafeMake<void>(FiberId.none)
     const closed = Deferred.unsafeMake<number>(FiberId.none)
     const running: Running = { proc, pid: proc.pid ?? -1, startedAt: performance.now(), stdout: [], stderr: [], exited, closed }
@@ -161,7 +167,7 @@ const spawnChild = (binary: string, line: CommandLine, env: Record<string, strin
     })
   })
 
-const signalGroup = (running: Running, signal: NodeJS.Signals) => {
+const signalGroup = (running: Pick<Running, "pid">, signal: NodeJS.Signals) => {
   try {
     process.kill(-running.pid, signal)
   } catch {

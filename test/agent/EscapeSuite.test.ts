@@ -4,8 +4,9 @@
  * tool call of the first turn). A case has escaped when its probe prints the marker or the host
  * sees the effect (a file outside the workdir, a connection, a datagram). The sealed tier must
  * contain every case; the advisory tier's verdicts are recorded as they are (docs/security.md).
- * When the test runs as root the runtime is started as `nobody`, as a deployment would run it
- * (RLIMIT_NPROC does not bind uid 0).
+ * When the test runs as root, the sealed tier's runtime runs as root too (its commands then run as
+ * an unprivileged uid, so RLIMIT_NPROC binds: docs/shell.md), and the advisory tier's is started as
+ * `nobody`, as a deployment would run it (RLIMIT_NPROC does not bind uid 0).
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
@@ -159,6 +160,15 @@ const CASES: ReadonlyArray<Case> = [
     tool: "perl",
     command: () => `-e 'open(T, "+<", "/dev/tty") or die "no tty: $!"; ioctl(T, 0x5412, "x") and print ${PL_MARK}'`
   },
+  // Pid 1's exe is a magic link: whatever binary pid 1 runs can be started through it, allowlisted or not (bwrap
+  // itself, or its loader failing on the libraries the composed root lacks).
+  {
+    id: "exec-proc-1-exe",
+    tool: "sh",
+    command: () => `readlink /proc/1/exe; /proc/1/exe --version`,
+    evidence: (_, output) => /bwrap|bubblewrap|error while loading shared libraries/u.test(output)
+  },
+  { id: "proc-1-cmdline-host-layout", tool: "sh", command: () => `tr '\\0' ' ' < /proc/1/cmdline | grep -q -- '--ro''-bind' && ${SH_MARK}` },
   {
     id: "reach-runtime-door",
     tool: "perl",
@@ -167,7 +177,7 @@ const CASES: ReadonlyArray<Case> = [
   }
 ]
 
-const ALLOW = ["sh", "perl", "cat", "ln", "mv", "stat", "mknod", "dd", "sleep", "tr", "test"]
+const ALLOW = ["sh", "perl", "cat", "ln", "mv", "stat", "mknod", "dd", "sleep", "tr", "test", "grep", "readlink"]
 
 interface SuiteRun {
   readonly verdicts: Record<string, Verdict>
@@ -238,7 +248,8 @@ const runTier = async (tier: Tier): Promise<SuiteRun> => {
       for (const entry of readdirSync(path)) chownTree(join(path, entry))
     }
   }
-  if (asRoot) {
+  const asNobody = asRoot && tier === "advisory"
+  if (asNobody) {
     chownTree(dir)
     chownTree(cache)
   }
@@ -250,7 +261,7 @@ const runTier = async (tier: Tier): Promise<SuiteRun> => {
     ...(tier === "advisory" ? { MURMUR_BWRAP: "/bin/false" } : {})
   }
   const args = [main, "run", dir, "--task", "probe", "--json", "--workdir", workdir]
-  const [file, argv] = asRoot
+  const [file, argv] = asNobody
     ? ["setpriv", ["--reuid", String(NOBODY), "--regid", String(NOBODY), "--clear-groups", "--", process.execPath, ...args]]
     : [process.execPath, args]
   const stdout = await new Promise<string>((resolve, reject) => {
@@ -319,6 +330,8 @@ const ADVISORY_EXPECTED: Record<string, Verdict> = {
   "ptrace-sibling": "contained",
   "write-read-only-subtree": "escaped",
   "tiocsti-inject": "contained",
+  "exec-proc-1-exe": "contained",
+  "proc-1-cmdline-host-layout": "contained",
   // Probe not reached (refused on 127.0.0.1, no route to ::1 here): not evidence of containment.
   "reach-runtime-door": "contained"
 }

@@ -3,7 +3,9 @@
  * under util-linux `prlimit` (the limits are set on prlimit itself, then inherited across its exec
  * of bwrap or the command, so they are hard limits in place before the command's first
  * instruction). `max_processes` is headroom over the uid's live process count, as the reference
- * does. The cgroup fields and `workdir_max_bytes` are not enforced here.
+ * does. The cgroup fields and `workdir_max_bytes` are not enforced here. `tmp_bytes` is no rlimit:
+ * it sizes the sealed tier's in-memory scratch mounts (./ShellContainment.ts), which RLIMIT_AS and
+ * RLIMIT_FSIZE do not bound (tmpfs pages belong to no process, and the limit is per file).
  */
 import { readdirSync, readFileSync } from "node:fs"
 import type { ResourceCapabilities } from "../manifest/Capabilities.js"
@@ -13,7 +15,8 @@ export const RESOURCE_DEFAULTS = {
   max_open_files: 1024,
   max_file_size_bytes: 4 * 1024 ** 3,
   cpu_seconds: 3600,
-  memory_bytes: 2 * 1024 ** 3
+  memory_bytes: 2 * 1024 ** 3,
+  tmp_bytes: 256 * 1024 ** 2
 } as const
 
 /** The rlimits a command gets: the declared fields over the defaults. */
@@ -64,3 +67,6 @@ export const prlimitArgs = (limits: Rlimits): Array<string> => [
   `--as=${limits.as}:${limits.as}`,
   "--core=0:0"
 ]
+
+/** The size of each sealed scratch tmpfs (`/tmp`, `/dev/shm`), in bytes. */
+export const tmpBytesFor = (declared: ResourceCapabilities): number => declared.tmp_bytes ?? RESOURCE_DEFAULTS.tmp_bytes

@@ -9,11 +9,12 @@
  * `network.allow` the relay (./EgressRelay.ts) carries its proxy connections to the runtime's
  * checking proxy, ../egress/EgressProxy.ts), the root holds only the allowlisted
  * binaries and their library closure read-only, the workdir read-write at its host path, the
- * `filesystem.read_only` subtrees read-only over it, a private `/tmp`, `/proc` (own pid namespace)
- * and a minimal `/dev`; the root itself is read-only. bwrap's `--die-with-parent` plus the pid
- * namespace take the whole tree down when the runtime dies. The launcher (./ExecLauncher.ts)
- * remounts the writable mounts noexec, drops capabilities, sets no_new_privs and loads the seccomp
- * program (./Seccomp.ts).
+ * `filesystem.read_only` subtrees read-only over it, a private `/tmp` and `/dev/shm` of
+ * `resources.tmp_bytes` each, `/proc` (own pid namespace) and a read-only minimal `/dev`; the root
+ * itself is read-only. bwrap's `--die-with-parent` plus the pid namespace take the whole tree down
+ * when the runtime dies. The launcher (./ExecLauncher.ts) is pid 1 and becomes the command; it
+ * remounts the writable mounts noexec, drops capabilities (under a root runtime: becomes
+ * ./SandboxUid.ts's uid first), sets no_new_privs and loads the seccomp program (./Seccomp.ts).
  *
  * Advisory: `prlimit <rlimits> -- setpriv --pdeathsig KILL -- <binary> <argv>`: limits and death
  * with the runtime, nothing else.
@@ -25,7 +26,8 @@ import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
 import { EGRESS_PORT, EGRESS_SOCKET_PATH, RELAY_PATH, relayBytes } from "./EgressRelay.js"
 import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
 import { executableOnPath, type HostTier, SYSTEM_DIRS } from "./HostProbe.js"
-import { liveProcessCount, prlimitArgs, rlimitsFor } from "./Resources.js"
+import { liveProcessCount, prlimitArgs, rlimitsFor, tmpBytesFor } from "./Resources.js"
+import { SANDBOX_UID, type SandboxIdMap, sandboxIdMap } from "./SandboxUid.js"
 import { seccompProgram } from "./Seccomp.js"
 
 export interface SealedShell {
@@ -72,6 +74,8 @@ export type Mechanism =
   | "noexec-scratch"
   | "noexec-workdir"
   | "egress-proxy"
+  | "sized-scratch"
+  | "unprivileged-uid"
 
 /** A util-linux helper: on `PATH`, else in the system directories. */
 const helper = (name: string, path: string | undefined): string | undefined => executableOnPath(name, path, SYSTEM_DIRS)
@@ -102,8 +106,8 @@ export const shellContainment = (
   }
 }
 
-/** Everything `containment` puts in place for each command, in a stable order. */
-export const appliedContainment = (containment: ShellContainment): ReadonlyArray<Mechanism> => {
+/** Everything `containment` puts in place for each command of a runtime running as `uid`, in a stable order. */
+export const appliedContainment = (containment: ShellContainment, uid: number = process.getuid?.() ?? 0): ReadonlyArray<Mechanism> => {
   const rlimits: Array<Mechanism> = containment.prlimit === undefined ? [] : ["rlimits"]
   if (containment.tier === "advisory") return [...rlimits, ...(containment.setpriv === undefined ? [] : ["pdeathsig" as const])]
   return [
@@ -119,7 +123,9 @@ export const appliedContainment = (containment: ShellContainment): ReadonlyArray
     "seccomp",
     "noexec-scratch",
     ...(containment.workdirExec ? [] : ["noexec-workdir" as const]),
-    ...(containment.egress ? ["egress-proxy" as const] : [])
+    ...(containment.egress ? ["egress-proxy" as const] : []),
+    "sized-scratch",
+    ...(uid === 0 ? ["unprivileged-uid" as const] : [])
   ]
 }
 
@@ -128,6 +134,8 @@ export interface CommandLine {
   readonly file: string
   readonly args: ReadonlyArray<string>
   readonly fds: ReadonlyArray<Buffer>
+  /** Under a root runtime: the id maps the spawner writes while bwrap waits (./SandboxUid.ts). */
+  readonly idMap?: SandboxIdMap
 }
 
 export interface CommandInput {
@@ -170,7 +178,10 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   if (program === undefined) return undefined
   const workdir = resolve(input.workdir)
   const root = new RootBuilder()
-  root.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+  // Scratch is memory no rlimit counts: each tmpfs is sized, and bwrap's /dev (a tmpfs of its own) read-only.
+  const tmpBytes = String(tmpBytesFor(containment.resources))
+  root.push("--proc", "/proc", "--dev", "/dev", "--size", tmpBytes, "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+  root.push("--size", tmpBytes, "--tmpfs", "/tmp")
   addExecutable(root, program)
   for (const name of input.allow) {
     const other = locate(name, input.path)
@@ -184,7 +195,7 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   }
   addLoaderCache(root)
   root.add(workdir, "rw")
-  const noexec = ["/tmp", "/dev"]
+  const noexec = ["/tmp", "/dev", "/dev/shm"]
   const workdirMounts = [workdir]
   for (const entry of containment.readOnly) {
     const target = resolve(workdir, entry)
@@ -205,9 +216,27 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   const egress = containment.egress ? input.egress : undefined
   if (egress !== undefined) root.push("--perms", "0555", "--ro-bind-data", "5", RELAY_PATH, "--ro-bind", egress, EGRESS_SOCKET_PATH)
   root.push("--remount-ro", "/")
+  const fds = [launcherBytes(), seccompProgram({ unixSockets: containment.unixSockets })]
+  // The relay's own program lets it make the AF_UNIX socket it connects to the runtime with.
+  if (egress !== undefined) fds.push(relayBytes(), seccompProgram({ unixSockets: true }))
+  // RLIMIT_NPROC exempts the host's root: a root runtime's commands run as SANDBOX_UID.
+  const idMap = uid === 0 ? sandboxIdMap(3 + fds.length, 4 + fds.length) : undefined
+  const asSandboxUid = idMap === undefined
+    ? []
+    : [
+      "--info-fd",
+      String(idMap.infoFd),
+      "--userns-block-fd",
+      String(idMap.blockFd),
+      ...["CAP_SETUID", "CAP_SETGID", "CAP_DAC_OVERRIDE", "CAP_FOWNER"].flatMap((cap) => ["--cap-add", cap]),
+      // git refuses a repository its uid does not own ("dubious ownership"): the root-owned workdir is the command's own.
+      ...["--setenv", "GIT_CONFIG_COUNT", "1", "--setenv", "GIT_CONFIG_KEY_0", "safe.directory", "--setenv", "GIT_CONFIG_VALUE_0", "*"]
+    ]
   const bwrapArgs = [
     "--unshare-all",
     "--unshare-user",
+    // The launcher is pid 1 and becomes the command: no bwrap init whose /proc/1/exe runs a host binary.
+    "--as-pid-1",
     "--die-with-parent",
     "--new-session",
     "--hostname",
@@ -218,6 +247,7 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
     "CAP_SYS_ADMIN",
     "--cap-add",
     "CAP_SETPCAP",
+    ...asSandboxUid,
     ...root.args,
     "--chdir",
     input.workdir,
@@ -225,17 +255,17 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
     ...(egress === undefined ? [] : [RELAY_PATH, String(EGRESS_PORT), EGRESS_SOCKET_PATH, "6", "--"]),
     LAUNCHER_PATH,
     "4",
+    idMap === undefined ? "-" : String(SANDBOX_UID),
     ...noexec,
     "--",
     program,
     ...input.argv
   ]
-  const fds = [launcherBytes(), seccompProgram({ unixSockets: containment.unixSockets })]
-  // The relay's own program lets it make the AF_UNIX socket it connects to the runtime with.
-  if (egress !== undefined) fds.push(relayBytes(), seccompProgram({ unixSockets: true }))
-  if (containment.prlimit === undefined) return { file: containment.bwrap, args: bwrapArgs, fds }
-  const limits = rlimitsFor(containment.resources, liveProcessCount(uid))
-  return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", containment.bwrap, ...bwrapArgs], fds }
+  const ids = idMap === undefined ? {} : { idMap }
+  if (containment.prlimit === undefined) return { file: containment.bwrap, args: bwrapArgs, fds, ...ids }
+  // SANDBOX_UID's count is kept per user namespace: the sandbox's processes alone, no headroom.
+  const limits = rlimitsFor(containment.resources, idMap === undefined ? liveProcessCount(uid) : 0)
+  return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", containment.bwrap, ...bwrapArgs], fds, ...ids }
 }
 
 /** The advisory command line: rlimits and pdeathsig around the binary as today. */

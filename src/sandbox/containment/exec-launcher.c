@@ -1,10 +1,15 @@
 /*
  * The sealed tier's last step inside bubblewrap, before the command (x86_64, no libc).
- *   exec-launcher <seccomp-fd|-> <noexec-mount>... -- <absolute program> <args>...
+ *   exec-launcher <seccomp-fd|-> <uid|-> <noexec-mount>... -- <absolute program> <args>...
  * 1. unshare a mount namespace it owns (bwrap's is not: its mounts cannot be changed from inside),
  * 2. remount each named mount noexec (keeping its locked flags: bwrap 0.8 has no noexec option),
- * 3. drop every capability (bounding, ambient, effective/permitted/inheritable), set no_new_privs,
- * 4. load the classic-BPF seccomp program read from the fd (after the mounts: it denies mount),
+ * 3. drop the bounding set; with a uid (the runtime is root: RLIMIT_NPROC binds no process whose
+ *    real uid is the host's root), become that uid and gid with no supplementary groups, keeping
+ *    only CAP_DAC_OVERRIDE and CAP_FOWNER (ambient, so they survive the exec) for the root-owned
+ *    workdir (access(2) too: SECBIT_NO_SETUID_FIXUP), and re-arm the parent-death signal the uid
+ *    change cleared; else drop every capability,
+ * 4. set no_new_privs, load the classic-BPF seccomp program read from the fd (after the mounts:
+ *    it denies mount),
  * 5. execve the program by its absolute path.
  * Build (ExecLauncher.ts embeds the result):
  *   gcc -Os -static -nostdlib -ffreestanding -fno-builtin -fno-stack-protector -fno-pie -no-pie \
@@ -29,6 +34,7 @@ static void die(const char *what, const char *arg, long code) {
   for (;;) {}
 }
 static int eq(const char *a, const char *b) { while (*a && *a == *b) { a++; b++; } return *a == *b; }
+static long number(const char *s) { long n = 0; for (; *s; s++) n = n * 10 + (*s - '0'); return n; }
 
 static unsigned char filter[65536];
 
@@ -36,8 +42,8 @@ void cmain(long *sp) {
   long argc = sp[0];
   char **argv = (char **)(sp + 1);
   char **envp = argv + argc + 1;
-  if (argc < 4) die("usage: exec-launcher <seccomp-fd|-> <noexec-mount>... -- <program> <args>...", 0, 126);
-  long i = 2;
+  if (argc < 5) die("usage: exec-launcher <seccomp-fd|-> <uid|-> <noexec-mount>... -- <program> <args>...", 0, 126);
+  long i = 3;
   if (sys(272, 0x00020000, 0, 0) != 0) die("unshare(CLONE_NEWNS) failed", 0, 126);
   for (; i < argc && !eq(argv[i], "--"); i++) {
     u64 st[15];
@@ -51,13 +57,30 @@ void cmain(long *sp) {
   if (i + 1 >= argc) die("missing program after --", 0, 126);
   for (long cap = 0; cap < 64; cap++) sys6(157, 24, cap, 0, 0, 0); /* PR_CAPBSET_DROP */
   sys6(157, 47, 4, 0, 0, 0); /* PR_CAP_AMBIENT_CLEAR_ALL */
+  unsigned int kept = 0;
+  if (!eq(argv[2], "-")) {
+    long uid = number(argv[2]);
+    kept = (1u << 1) | (1u << 3); /* CAP_DAC_OVERRIDE, CAP_FOWNER */
+    /* SECBIT_NO_SETUID_FIXUP(+LOCKED): access(2) checks with the real uid and, without it, no
+       capability, so it would refuse what open(2) allows (the composed root's 0700 dirs, the
+       root-owned workdir). */
+    if (sys6(157, 28, 0x0c, 0, 0, 0) != 0) die("PR_SET_SECUREBITS failed", 0, 126);
+    if (sys6(157, 8, 1, 0, 0, 0) != 0) die("PR_SET_KEEPCAPS failed", 0, 126);
+    if (sys(116, 0, 0, 0) != 0) die("setgroups failed", 0, 126);
+    if (sys(119, uid, uid, uid) != 0) die("setresgid failed for", argv[2], 126);
+    if (sys(117, uid, uid, uid) != 0) die("setresuid failed for", argv[2], 126);
+  }
   unsigned int header[2] = { 0x20080522, 0 };
-  unsigned int data[6] = { 0, 0, 0, 0, 0, 0 };
+  unsigned int data[6] = { kept, kept, kept, 0, 0, 0 };
   if (sys(126, header, data, 0) != 0) die("capset failed", 0, 126);
+  for (long cap = 1; cap <= 3; cap += 2) {
+    if ((kept & (1u << cap)) && sys6(157, 47, 2, cap, 0, 0) != 0) die("PR_CAP_AMBIENT_RAISE failed", 0, 126);
+  }
+  /* A changed uid cleared bwrap's --die-with-parent signal. */
+  if (kept && sys6(157, 1, 9, 0, 0, 0) != 0) die("PR_SET_PDEATHSIG failed", 0, 126);
   if (sys6(157, 38, 1, 0, 0, 0) != 0) die("PR_SET_NO_NEW_PRIVS failed", 0, 126);
   if (!eq(argv[1], "-")) {
-    long fd = 0;
-    for (const char *p = argv[1]; *p; p++) fd = fd * 10 + (*p - '0');
+    long fd = number(argv[1]);
     long total = 0;
     for (;;) {
       long n = sys(0, fd, filter + total, sizeof(filter) - total);

@@ -58,6 +58,7 @@ export const RESOURCE_FIELDS = [
   "max_file_size_bytes",
   "cpu_seconds",
   "memory_bytes",
+  "tmp_bytes",
   "cgroup_memory_bytes",
   "cgroup_pids_max",
   "cgroup_cpu_percent",

@@ -14,6 +14,7 @@ const RESOURCE_HELP: Readonly<Record<(typeof RESOURCE_FIELDS)[number], string>> 
   max_file_size_bytes: "Largest file a shell process may write, in bytes (RLIMIT_FSIZE).",
   cpu_seconds: "CPU seconds per shell process (RLIMIT_CPU).",
   memory_bytes: "Address space per shell process, in bytes (RLIMIT_AS).",
+  tmp_bytes: "Size of each of a sealed command's private /tmp and /dev/shm (tmpfs, in memory), in bytes.",
   cgroup_memory_bytes: "cgroup memory ceiling; not applied by this runtime (W-RUN-001).",
   cgroup_pids_max: "cgroup process ceiling; not applied by this runtime (W-RUN-001).",
   cgroup_cpu_percent: "cgroup CPU share in percent; not applied by this runtime (W-RUN-001).",

@@ -81,6 +81,7 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "resources.max_file_size_bytes": enforced("src/sandbox/containment (RLIMIT_FSIZE)"),
   "resources.cpu_seconds": enforced("src/sandbox/containment (RLIMIT_CPU)"),
   "resources.memory_bytes": enforced("src/sandbox/containment (RLIMIT_AS)"),
+  "resources.tmp_bytes": enforced("src/sandbox/containment (tmpfs size of the sealed /tmp and /dev/shm)"),
   "resources.cgroup_memory_bytes": warned("cgroup limits are not applied by this runtime"),
   "resources.cgroup_pids_max": warned("cgroup limits are not applied by this runtime"),
   "resources.cgroup_cpu_percent": warned("cgroup limits are not applied by this runtime"),

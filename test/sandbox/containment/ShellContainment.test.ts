@@ -1,14 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { probeHostOnce } from "../../../src/sandbox/containment/HostProbe.js"
 import {
   appliedContainment,
+  locate,
   type ShellContainment,
   shellContainment
 } from "../../../src/sandbox/containment/ShellContainment.js"
+import { SANDBOX_UID } from "../../../src/sandbox/containment/SandboxUid.js"
 import type { Capabilities } from "../../../src/sandbox/manifest/Capabilities.js"
 import { DetachedRegistry } from "../../../src/services/DetachedRegistry.js"
 import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/sandbox/Shell.js"
@@ -16,6 +19,7 @@ import { Shell, type ShellOutcome, type ShellRequest } from "../../../src/sandbo
 const hostPath = process.env.PATH ?? "/usr/bin:/bin"
 const host = await Effect.runPromise(probeHostOnce(hostPath))
 const sealedHost = host.tier === "sealed"
+const asRoot = process.getuid?.() === 0
 if (!sealedHost) console.warn(`sealed-tier containment tests skipped: ${host.reason}`)
 
 const layer = Shell.layer().pipe(Layer.provideMerge(DetachedRegistry.layer))
@@ -98,12 +102,75 @@ describe.skipIf(!sealedHost)("sealed shell containment", () => {
       assert.notInclude(text, "eth0")
     }))
 
+  it.live("the scratch mounts are sized by resources.tmp_bytes (ENOSPC past it) and /dev is read-only", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      const c = sealed({ resources: { tmp_bytes: 1024 * 1024 } })
+      const fill = "head -c 3000000 /dev/zero > /tmp/a; echo tmp=$?; head -c 3000000 /dev/zero > /dev/shm/a; echo shm=$?; " +
+        "stat -c %s /tmp/a /dev/shm/a; (: > /dev/planted) || echo DEV-R''O"
+      const { text } = yield* run(request(dir, "sh", fill, c, ["sh", "head", "stat"]))
+      assert.include(text, "tmp=1")
+      assert.include(text, "shm=1")
+      assert.include(text, "No space left on device")
+      // Nothing past the size reached host memory: each file stopped at the mount's 1 MiB.
+      assert.include(text, "1048576\n1048576\n")
+      assert.include(text, "DEV-RO")
+      const unsized = yield* run(request(dir, "sh", "head -c 3000000 /dev/zero > /tmp/a; echo tmp=$?", sealed(), ["sh", "head"]))
+      assert.include(unsized.text, "tmp=0")
+    }))
+
+  it.live("pid 1 is the command itself: /proc/1 shows no bwrap and runs nothing outside the allowlist", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      // The probe's own text is echoed in the result, so it names none of what it looks for.
+      const probe = "readlink /proc/1/exe; /proc/1/exe --version; tr '\\0' ' ' < /proc/1/cmdline; echo"
+      const { text } = yield* run(request(dir, "sh", probe, sealed(), ["sh", "readlink", "tr"]))
+      const shell = realpathSync(locate("sh", hostPath)!)
+      assert.include(text, `${shell}\n`)
+      assert.notInclude(text, "bubblewrap")
+      assert.notInclude(text, "bwrap")
+      assert.notInclude(text, "--ro-bind")
+    }))
+
+  it.live("under a root runtime the command runs as an unprivileged uid: max_processes binds, the root-owned workdir stays writable", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      writeFileSync(join(dir, "owned.txt"), "runtime\n", { mode: 0o644 })
+      const c = sealed({ resources: { max_processes: 16 } })
+      const bomb = `-e '$n = 0; for (1..200) { $p = fork(); last unless defined $p; if ($p == 0) { sleep 5; exit 0 } $n++ } print "forked=$n\\n"'`
+      const { code, text } = yield* run(request(dir, "sh", `id -u; echo command >> owned.txt; echo new > made.txt; perl ${bomb}`, c, ["sh", "id", "perl"]))
+      assert.strictEqual(code, 0, text)
+      const forked = Number(/forked=(\d+)/.exec(text)?.[1])
+      assert.isBelow(forked, 16, text)
+      assert.strictEqual(readFileSync(join(dir, "owned.txt"), "utf8"), "runtime\ncommand\n")
+      const made = join(dir, "made.txt")
+      assert.strictEqual(readFileSync(made, "utf8"), "new\n")
+      if (asRoot) {
+        assert.include(text, `${SANDBOX_UID}\n`)
+        assert.strictEqual(statSync(made).uid, SANDBOX_UID)
+        // The runtime goes on using what the command made.
+        writeFileSync(made, "runtime again\n")
+        // access(2) agrees with open(2) (it checks with the real uid): `test -w` on the workdir and /tmp.
+        const again = yield* run(request(dir, "sh", "cat made.txt; echo more >> made.txt; test -w . && test -w /tmp && echo ACC''ESS", c, ["sh", "cat"]))
+        assert.include(again.text, "ACCESS")
+        assert.include(again.text, "runtime again\n")
+        assert.strictEqual(readFileSync(made, "utf8"), "runtime again\nmore\n")
+        // A repository the root runtime made is still the command's to use.
+        execFileSync("git", ["init", "-q", dir])
+        const git = yield* run(request(dir, "git", "status --short", c))
+        assert.strictEqual(git.code, 0, git.text)
+      }
+    }))
+
   it.live("reports what it applied", () =>
     Effect.sync(() => {
       const c = sealed()
       assert.include(appliedContainment(c), "seccomp")
       assert.include(appliedContainment(c), "noexec-workdir")
       assert.include(appliedContainment(c), "rlimits")
+      assert.include(appliedContainment(c), "sized-scratch")
+      assert.include(appliedContainment(c, 0), "unprivileged-uid")
+      assert.notInclude(appliedContainment(c, 1000), "unprivileged-uid")
       // An executable workdir is the one sealed mechanism workdir_exec gives up (ContainmentDecision caps it at advisory).
       assert.notInclude(appliedContainment(sealed({ filesystem: { workdirExec: true, readOnly: [] } })), "noexec-workdir")
     }))
