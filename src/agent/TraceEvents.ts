@@ -235,6 +235,17 @@ export interface A2aSendFields {
   readonly trust: Trust
 }
 
+/** A threaded capsule's record passed `context.record_max_bytes` or `record_max_turns`: its oldest turns were dropped. */
+export interface ConversationTrimmedFields {
+  readonly task_id: string
+  readonly context_id: string
+  readonly limit: "max_bytes" | "max_turns"
+  readonly dropped_turns: number
+  readonly dropped_bytes: number
+  readonly kept_turns: number
+  readonly kept_bytes: number
+}
+
 /** The typed events; any other event type takes free-form fields. */
 export interface TraceEventFields {
   readonly session_start: SessionStartFields
@@ -251,6 +262,7 @@ export interface TraceEventFields {
   readonly task_canceled: TaskCanceledFields
   readonly a2a_task_received: A2aTaskReceivedFields
   readonly a2a_send: A2aSendFields
+  readonly conversation_trimmed: ConversationTrimmedFields
 }
 
 /** Events with their own `Trace` method, which owns their place in the tree. */

@@ -114,11 +114,14 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
     })
     // Threaded conversations: the record store lives under the murmur home (MURMUR_HOME, else
     // ~/.murmur), named by context.record_store (default: the capsule's name).
+    // The store name is one path segment (E-CAP-011, checked when the manifest is read).
     const conversations = prepared.lifecycle.conversation !== "threaded" ? Layer.empty : Conversations.layer({
-      storeDirectory: manifest.context?.record === false
+      store: manifest.context?.record === false
         ? undefined
-        : join(murmurHome(options.hostEnv), "conversations", manifest.context?.recordStore ?? manifest.name),
-      retain: manifest.context?.retain
+        : { root: join(murmurHome(options.hostEnv), "conversations"), name: manifest.context?.recordStore ?? manifest.name },
+      retain: manifest.context?.retain,
+      maxBytes: manifest.context?.recordMaxBytes,
+      maxTurns: manifest.context?.recordMaxTurns
     })
     const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(conversations), Layer.provideMerge(trace))
     // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
