@@ -13,7 +13,7 @@
  * is reached through a link (../sandbox/WorkdirFs.ts).
  */
 import { createHash } from "node:crypto"
-import { appendFile, chmodSync, close, linkSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, close, fstat, ftruncate, linkSync, lstatSync, mkdirSync, unlinkSync, write, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { promisify } from "node:util"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
@@ -41,7 +41,7 @@ const writeFailed = (path: string, cause: unknown) =>
   new TraceWriteFailed({
     code: "E-RUN-007",
     path,
-    message: `trace write failed: ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
+    message: `trace write failed (nothing partial was left): ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
   })
 
 export interface TraceOptions {
@@ -92,8 +92,30 @@ export const encodeLine = (header: LineHeader, fields: object, omit: ReadonlyArr
   return `${JSON.stringify(line)}\n`
 }
 
-const appendTo = promisify(appendFile)
+const writeAt = promisify(write)
+const sizeOf = promisify(fstat)
+const truncateTo = promisify(ftruncate)
 const closeFd = promisify(close)
+
+/**
+ * Appends `text` whole or not at all: a short write (a disk that fills mid-line, `ENOSPC`) is cut
+ * back to the size before, so the file never holds a torn line and the next line starts clean.
+ */
+export const appendWhole = async (fd: number, text: string): Promise<void> => {
+  const bytes = Buffer.from(text)
+  const { size } = await sizeOf(fd)
+  let written = 0
+  try {
+    while (written < bytes.length) {
+      const { bytesWritten } = await writeAt(fd, bytes, written, bytes.length - written, null)
+      if (bytesWritten === 0) throw new Error(`short write: ${written} of ${bytes.length} bytes`)
+      written += bytesWritten
+    }
+  } catch (error) {
+    if (written > 0) await truncateTo(fd, size)
+    throw error
+  }
+}
 
 const exists = (path: string) => {
   try {
@@ -107,17 +129,27 @@ const exists = (path: string) => {
 /** Writes `content` as `target` unless it exists: through a temporary file and `link`, so a blob is never partial or rewritten. */
 const storeOnce = (target: string, temporary: string, content: string | Uint8Array): void => {
   if (exists(target)) return
-  writeFileSync(temporary, content, { flag: "wx", mode: 0o600 })
+  try {
+    writeFileSync(temporary, content, { flag: "wx", mode: 0o600 })
+  } catch (error) {
+    // A body cut short by a full disk leaves no partial temporary behind (one that existed is not ours).
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") removeQuietly(temporary)
+    throw error
+  }
   try {
     linkSync(temporary, target)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
   } finally {
-    try {
-      unlinkSync(temporary)
-    } catch {
-      // already gone
-    }
+    removeQuietly(temporary)
+  }
+}
+
+const removeQuietly = (path: string) => {
+  try {
+    unlinkSync(path)
+  } catch {
+    // already gone
   }
 }
 
@@ -201,7 +233,7 @@ export const makeTrace = (options: TraceOptions) =>
           fields,
           omitted[eventType]
         )
-        yield* Effect.tryPromise({ try: () => appendTo(fd, text), catch: (cause) => writeFailed(path, cause) })
+        yield* Effect.tryPromise({ try: () => appendWhole(fd, text), catch: (cause) => writeFailed(path, cause) })
         return eventId
       })).pipe(Effect.uninterruptible)
 
