@@ -117,7 +117,7 @@ export const serveCommand = Command.make(
           authToken: Option.getOrUndefined(options.authToken)
         })
         for (const warning of agent.warnings) yield* Console.error(warning)
-        return yield* announce(options.json, { workdir: agent.workdir }).pipe(
+        return yield* announce(options.json, { workdir: agent.workdir, records: agent.records }).pipe(
           Effect.provide(Layer.fresh(agent.layer)),
           Effect.catchTags({
             ServeError: bindFailure(chosen),
@@ -133,7 +133,7 @@ export const serveCommand = Command.make(
         hostEnv: hostEnv.env
       })
       for (const warning of script.warnings) yield* Console.error(warning)
-      return yield* announce(options.json, { workdir: script.workdir }).pipe(
+      return yield* announce(options.json, { workdir: script.workdir, records: script.records }).pipe(
         Effect.provide(Layer.fresh(script.layer)),
         Effect.catchTags({
           ServeError: bindFailure(chosen),

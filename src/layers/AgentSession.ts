@@ -102,7 +102,8 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       doorToken: options.authToken
     }).pipe(Layer.provide(NodeContext.layer))
     const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
-    const trace = Trace.layer({ directory: prepared.sessionWorkdir, within: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
+    // The records sit beneath the capsule directory, outside every tree a guest or command writes.
+    const trace = Trace.layer({ directory: prepared.records, within: project.directory, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
     // The export planes are shared by the door (which serves them) and the capsule (share-file,
     // and the generation each finished task advances).
     const planes = ExportPlanes.layer({
@@ -133,5 +134,5 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       Layer.provide(completions),
       Layer.provide(otelEndpoint === undefined ? Layer.empty : TelemetryLive(otelEndpoint))
     )
-    return { layer, workdir: prepared.workdir, sessionWorkdir: prepared.sessionWorkdir, warnings: prepared.warnings }
+    return { layer, workdir: prepared.workdir, records: prepared.records, warnings: prepared.warnings }
   })

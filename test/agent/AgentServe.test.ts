@@ -72,16 +72,16 @@ describe("serve <agent dir> --json (CLI)", () => {
     expect(artifacts).toEqual([{ id, artifact: { tool_name: "echo-tool", content: "{\"msg\":\"hi\"}" } }])
     expect(dataOf(frames.at(-1)!)).toMatchObject({ id, status: { state: "completed", message: "session ended", response: "All done here." }, final: true })
 
-    const types = traceLines(listening.workdir).map((line) => line.event_type)
+    const types = traceLines(listening.records).map((line) => line.event_type)
     expect(types[0]).toBe("session_start")
     expect(types).toContain("task_start")
     expect(types.at(-1)).toBe("task_end")
-    expect(traceLines(listening.workdir)[0]).toMatchObject({ session_id: listening.session_id, capsule_name: "test-agent", model: "scripted" })
+    expect(traceLines(listening.records)[0]).toMatchObject({ session_id: listening.session_id, capsule_name: "test-agent", model: "scripted" })
 
     served.child.kill("SIGTERM")
     expect(await served.exited).toEqual({ code: 0, signal: null })
     expect(served.stdout().trim().split("\n")).toHaveLength(1)
-    const end = traceLines(listening.workdir).at(-1)!
+    const end = traceLines(listening.records).at(-1)!
     expect(end).toMatchObject({ event_type: "session_end", total_turns: 2, total_tool_calls: 1, exit_status: "ok" })
   })
 
@@ -92,7 +92,7 @@ describe("serve <agent dir> --json (CLI)", () => {
     expect(reply.body.error.code).toBe(-32601)
     served.child.kill("SIGTERM")
     expect(await served.exited).toEqual({ code: 0, signal: null })
-    expect(traceLines(served.listening.workdir).map((line) => line.event_type)).toEqual(["session_start", "session_end"])
+    expect(traceLines(served.listening.records).map((line) => line.event_type)).toEqual(["session_start", "session_end"])
   })
 
   it("applies lifecycle.input_timeout_secs: an unanswered request-input fails the task with input-timeout", async () => {
