@@ -45,11 +45,12 @@ describe("serve <agent dir> --json (CLI)", () => {
     })
     const served = await serveCli(dir, {}, cleanups)
     const { listening } = served
-    expect(Object.keys(listening).sort()).toEqual(["event", "session_id", "url", "workdir"])
+    expect(Object.keys(listening).sort()).toEqual(["event", "records", "session_id", "url", "workdir"])
     expect(listening.event).toBe("listening")
     expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
     expect(listening.session_id).toMatch(/^ses_[0-9a-f]{32}$/)
     expect(listening.workdir).toBe(join(dir, "workdir", listening.session_id))
+    expect(listening.records).toBe(join(dir, ".murmur", "sessions", listening.session_id))
     const card = await (await fetch(new URL(".well-known/agent-card.json", listening.url))).json()
     expect(card).toMatchObject({ name: "test-agent", version: "0.1.0" })
 

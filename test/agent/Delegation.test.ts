@@ -86,9 +86,10 @@ const run = (directory: string, task: string, env: Record<string, string> = {}):
   return { proc, workdir, lines, exit }
 }
 
-/** A session's records: `<capsule dir>/.murmur/sessions/<session>`, whichever capsule under `base` ran it. */
+/** A session's records: `<capsule dir>/.murmur/sessions/<session>`, whichever capsule (under `base` or examples/) ran it. */
 const recordsOf = (session: string): string =>
-  readdirSync(base).map((name) => join(base, name, ".murmur", "sessions", session)).find((path) => existsSync(path)) ?? join(base, "none")
+  [base, join(ROOT, "examples")].flatMap((parent) => readdirSync(parent).map((name) => join(parent, name, ".murmur", "sessions", session)))
+    .find((path) => existsSync(path)) ?? join(base, "none")
 
 /** The traces of the sessions that ran in `workdir` (each left its scaffolding in `.murmur/<session>`). */
 const traceOf = (workdir: string): Array<Record<string, unknown>> => {
