@@ -8,9 +8,11 @@
  * closes it waits for lines in flight and writes nothing more. Each line is written through: one
  * awaited append under a lock, uninterruptible. So when `taskEnd` returns, the task's lines are in
  * the file. A failed write fails the call that made it with `TraceWriteFailed` (E-RUN-007, which
- * ends the session). What `trace.capture` keeps is described in docs/trace.md. The directory sits
- * in a workdir guests and commands write: it is held open from the start, and nothing beneath it
- * is reached through a link (../sandbox/WorkdirFs.ts).
+ * ends the session). What `trace.capture` keeps is described in docs/trace.md. The directory is the
+ * session's records (`<capsule dir>/.murmur/sessions/<session>`, ../sandbox/SessionWorkdirs.ts),
+ * outside every tree guests and commands write; it is held open from the start all the same, and
+ * nothing beneath it is reached through a link (../sandbox/WorkdirFs.ts). A line is written whole
+ * or not at all: a short write is cut back (`appendWhole`).
  */
 import { createHash } from "node:crypto"
 import { chmodSync, close, fstat, ftruncate, linkSync, lstatSync, mkdirSync, unlinkSync, write, writeFileSync } from "node:fs"
@@ -48,8 +50,8 @@ export interface TraceOptions {
   /** The session directory: it holds `trace.jsonl` and `blobs/`, and is created if missing. */
   readonly directory: string
   /**
-   * The workdir guests write, when `directory` is beneath it (`<workdir>/.murmur/<session>`): the
-   * directory is made and opened from it without following a link a guest may have planted.
+   * Where the walk to `directory` starts (the capsule directory, for a session's records): the
+   * directory is made and opened from it without following a link.
    */
   readonly within?: string | undefined
   readonly sessionId: string

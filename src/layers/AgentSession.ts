@@ -3,7 +3,7 @@
  * task at a time, with its shell, trace, export planes, conversations and delegation launcher
  * wired here (`serve` and `run` only call it). The manifest's `lifecycle:` decides task acceptance (`queue` when the
  * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
- * the session's `trace.jsonl` is written in its workdir under `trace.capture`. `serve` is the
+ * the session's `trace.jsonl` is written in its records (outside the workdir) under `trace.capture`. `serve` is the
  * long-lived form: it keeps serving after each task whatever `after_task` says (`run` is the
  * one-task form that honours it).
  *
