@@ -34,11 +34,11 @@ const vandal = async () => {
 const checkRun = (run: Awaited<ReturnType<typeof runCli>>, dir: string) => {
   expect(run.code, run.stderr).toBe(0)
   const exit = exitEvent(run)
-  expect(exit.records).toBe(join(dir, ".murmur", "sessions", JSON.parse(run.stdout.split("\n")[0]!).session_id))
-  expect(relative(exit.workdir, exit.records).startsWith("..")).toBe(true)
   const result = driverRequest(exit.workdir, 2).messages.find((message: { role: string }) => message.role === "tool").content[0].text as string
   expect(result).toContain("probe-done")
   expect(result).not.toMatch(/^TRUNCATED /m)
+  expect(exit.records).toBe(join(dir, ".murmur", "sessions", JSON.parse(run.stdout.split("\n")[0]!).session_id))
+  expect(relative(exit.workdir, exit.records).startsWith("..")).toBe(true)
   const trace = traceLines(exit.records)
   expect(trace[0]!.event_type).toBe("session_start")
   expect(ofType(trace, "shell")).toEqual([expect.objectContaining({ exit_code: 0 })])
