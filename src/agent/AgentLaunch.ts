@@ -10,7 +10,7 @@ import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import { artifactData, artifactLabel, artifactLocation, type CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
-import { sessionWorkdirs } from "../sandbox/SessionWorkdirs.js"
+import { recordsExposed, sessionWorkdirs } from "../sandbox/SessionWorkdirs.js"
 import { type ContainmentDecision, containmentFor } from "../sandbox/containment/ContainmentDecision.js"
 import { type ShellContainment, shellContainment } from "../sandbox/containment/ShellContainment.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
@@ -41,8 +41,10 @@ export interface PreparedAgent {
   readonly sessionId: string
   /** The accessible workdir: guests' `.`, the shell's cwd, `task.md`, `out/`, `logs/`. */
   readonly workdir: string
-  /** The runtime's bookkeeping (`tools/`, `MURMUR.md`); `workdir` itself without `--workdir`. */
+  /** The session's scaffolding (`tools/`, `MURMUR.md`); `workdir` itself without `--workdir`. */
   readonly sessionWorkdir: string
+  /** What the runtime records about the session (`trace.jsonl`, `blobs/`), outside every workdir (../sandbox/SessionWorkdirs.ts). */
+  readonly records: string
   readonly model: string
   readonly maxTurns: number
   readonly maxTokens: number
@@ -92,7 +94,10 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       return yield* new ProjectError({ code: "E-RUN-005", message: `${manifest.name}: the agent loop needs an inference block with transport: http and a driver` })
     }
     const containment = yield* containmentFor(manifest.capabilities, options.hostEnv)
-    const { accessible: workdir, session: sessionWorkdir } = sessionWorkdirs(project.directory, options.sessionId, options.workdir)
+    const workdirs = sessionWorkdirs(project.directory, options.sessionId, options.workdir)
+    const { accessible: workdir, session: sessionWorkdir, records } = workdirs
+    const exposed = recordsExposed(workdirs)
+    if (exposed !== undefined) return yield* new ProjectError({ code: "E-RUN-002", message: exposed })
     mkdirSync(workdir, { recursive: true })
     yield* Effect.try({
       try: () => WorkdirFs.makeDirectory(workdir, "out"),
@@ -175,6 +180,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       sessionId: options.sessionId,
       workdir,
       sessionWorkdir,
+      records,
       model: inference.model,
       maxTurns: inference.maxTurns,
       maxTokens: inference.maxTokens ?? 8192,

@@ -218,8 +218,14 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       const { messages } = transcript
       // Threaded: the context's earlier turns come first, reloaded before the first driver call;
       // each turn of this task is recorded as it completes (./Conversations.ts).
+      // A record that passed its caps dropped its oldest turns: the trace says so, under the task.
       const remember = (turnMessages: ReadonlyArray<Message>) =>
-        Option.isSome(conversations) ? conversations.value.append(input.contextId, input.taskId, turnMessages) : Effect.void
+        Option.isNone(conversations) ? Effect.void : Effect.flatMap(
+          conversations.value.append(input.contextId, input.taskId, turnMessages),
+          (trim) =>
+            trim === undefined ? Effect.void : Effect.asVoid(ahead(Effect.flatMap(taskNode, (parent) =>
+              traced(trace.record("conversation_trimmed", parent, { task_id: input.taskId, ...trim })))))
+        )
       if (Option.isSome(conversations)) for (const message of yield* conversations.value.history(input.contextId)) append(transcript, message)
       const opening = userMessage(taskText(input.provenance, input.text))
       append(transcript, opening)

@@ -17,6 +17,7 @@ import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Re
 import { parse } from "yaml"
 import { executableOnPath, SYSTEM_DIRS } from "../sandbox/containment/HostProbe.js"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
+import { sessionRecords } from "../sandbox/SessionWorkdirs.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DoorAddress } from "../services/DoorAddress.js"
 import { mintId } from "../services/Ids.js"
@@ -296,8 +297,8 @@ const make = (options: LauncherOptions) =>
         }).pipe(Effect.ignore)
         yield* Deferred.succeed(ready, started)
 
-        // The child's session directory (`--workdir` puts it under `.murmur/<session>`).
-        const records = join(launch.workdir, ".murmur", childSessionId)
+        // The child's records (its trace, and `completion.json` beside it), under its own capsule directory.
+        const records = sessionRecords(launch.directory, childSessionId)
         const resultPath = () => join(launch.workdir, "out", "result.txt")
         const base = () => ({
           delegation_id: launch.delegationId,

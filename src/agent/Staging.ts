@@ -192,7 +192,7 @@ ${shellSection(manifest.capabilities.shell?.allow ?? [])}`
  */
 export const stageAgentWorkdir = (
   project: CapsuleProject,
-  options: { readonly sessionId: string; readonly workdirs: SessionWorkdirs; readonly capsuleUrl: string | undefined }
+  options: { readonly sessionId: string; readonly workdirs: Pick<SessionWorkdirs, "accessible" | "session">; readonly capsuleUrl: string | undefined }
 ): Effect.Effect<StagedWorkdir, ProjectError> =>
   Effect.gen(function*() {
     const all = yield* entriesOf(project)

@@ -8,12 +8,14 @@
  * closes it waits for lines in flight and writes nothing more. Each line is written through: one
  * awaited append under a lock, uninterruptible. So when `taskEnd` returns, the task's lines are in
  * the file. A failed write fails the call that made it with `TraceWriteFailed` (E-RUN-007, which
- * ends the session). What `trace.capture` keeps is described in docs/trace.md. The directory sits
- * in a workdir guests and commands write: it is held open from the start, and nothing beneath it
- * is reached through a link (../sandbox/WorkdirFs.ts).
+ * ends the session). What `trace.capture` keeps is described in docs/trace.md. The directory is the
+ * session's records (`<capsule dir>/.murmur/sessions/<session>`, ../sandbox/SessionWorkdirs.ts),
+ * outside every tree guests and commands write; it is held open from the start all the same, and
+ * nothing beneath it is reached through a link (../sandbox/WorkdirFs.ts). A line is written whole
+ * or not at all: a short write is cut back (`appendWhole`).
  */
 import { createHash } from "node:crypto"
-import { appendFile, chmodSync, close, linkSync, lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, close, fstat, ftruncate, linkSync, lstatSync, mkdirSync, unlinkSync, write, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { promisify } from "node:util"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
@@ -41,15 +43,15 @@ const writeFailed = (path: string, cause: unknown) =>
   new TraceWriteFailed({
     code: "E-RUN-007",
     path,
-    message: `trace write failed: ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
+    message: `trace write failed (nothing partial was left): ${path}: ${cause instanceof Error ? cause.message : String(cause)}`
   })
 
 export interface TraceOptions {
   /** The session directory: it holds `trace.jsonl` and `blobs/`, and is created if missing. */
   readonly directory: string
   /**
-   * The workdir guests write, when `directory` is beneath it (`<workdir>/.murmur/<session>`): the
-   * directory is made and opened from it without following a link a guest may have planted.
+   * Where the walk to `directory` starts (the capsule directory, for a session's records): the
+   * directory is made and opened from it without following a link.
    */
   readonly within?: string | undefined
   readonly sessionId: string
@@ -92,8 +94,30 @@ export const encodeLine = (header: LineHeader, fields: object, omit: ReadonlyArr
   return `${JSON.stringify(line)}\n`
 }
 
-const appendTo = promisify(appendFile)
+const writeAt = promisify(write)
+const sizeOf = promisify(fstat)
+const truncateTo = promisify(ftruncate)
 const closeFd = promisify(close)
+
+/**
+ * Appends `text` whole or not at all: a short write (a disk that fills mid-line, `ENOSPC`) is cut
+ * back to the size before, so the file never holds a torn line and the next line starts clean.
+ */
+export const appendWhole = async (fd: number, text: string): Promise<void> => {
+  const bytes = Buffer.from(text)
+  const { size } = await sizeOf(fd)
+  let written = 0
+  try {
+    while (written < bytes.length) {
+      const { bytesWritten } = await writeAt(fd, bytes, written, bytes.length - written, null)
+      if (bytesWritten === 0) throw new Error(`short write: ${written} of ${bytes.length} bytes`)
+      written += bytesWritten
+    }
+  } catch (error) {
+    if (written > 0) await truncateTo(fd, size)
+    throw error
+  }
+}
 
 const exists = (path: string) => {
   try {
@@ -107,17 +131,27 @@ const exists = (path: string) => {
 /** Writes `content` as `target` unless it exists: through a temporary file and `link`, so a blob is never partial or rewritten. */
 const storeOnce = (target: string, temporary: string, content: string | Uint8Array): void => {
   if (exists(target)) return
-  writeFileSync(temporary, content, { flag: "wx", mode: 0o600 })
+  try {
+    writeFileSync(temporary, content, { flag: "wx", mode: 0o600 })
+  } catch (error) {
+    // A body cut short by a full disk leaves no partial temporary behind (one that existed is not ours).
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") removeQuietly(temporary)
+    throw error
+  }
   try {
     linkSync(temporary, target)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
   } finally {
-    try {
-      unlinkSync(temporary)
-    } catch {
-      // already gone
-    }
+    removeQuietly(temporary)
+  }
+}
+
+const removeQuietly = (path: string) => {
+  try {
+    unlinkSync(path)
+  } catch {
+    // already gone
   }
 }
 
@@ -201,7 +235,7 @@ export const makeTrace = (options: TraceOptions) =>
           fields,
           omitted[eventType]
         )
-        yield* Effect.tryPromise({ try: () => appendTo(fd, text), catch: (cause) => writeFailed(path, cause) })
+        yield* Effect.tryPromise({ try: () => appendWhole(fd, text), catch: (cause) => writeFailed(path, cause) })
         return eventId
       })).pipe(Effect.uninterruptible)
 

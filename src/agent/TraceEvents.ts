@@ -236,6 +236,17 @@ export interface A2aSendFields {
   readonly trust: Trust
 }
 
+/** A threaded capsule's record passed `context.record_max_bytes` or `record_max_turns`: its oldest turns were dropped. */
+export interface ConversationTrimmedFields {
+  readonly task_id: string
+  readonly context_id: string
+  readonly limit: "max_bytes" | "max_turns"
+  readonly dropped_turns: number
+  readonly dropped_bytes: number
+  readonly kept_turns: number
+  readonly kept_bytes: number
+}
+
 /** The typed events; any other event type takes free-form fields. */
 export interface TraceEventFields {
   readonly session_start: SessionStartFields
@@ -254,6 +265,7 @@ export interface TraceEventFields {
   readonly a2a_send: A2aSendFields
   /** A sealed shell command's proxied connection (../sandbox/egress/EgressProxy.ts). */
   readonly egress: EgressFields
+  readonly conversation_trimmed: ConversationTrimmedFields
 }
 
 /** Events with their own `Trace` method, which owns their place in the tree. */

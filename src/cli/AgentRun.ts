@@ -102,7 +102,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       lineage: handle === undefined ? undefined : { spawnedBy: handle.sessionId, delegationId: handle.delegationId }
     })
     for (const warning of agent.warnings) yield* Console.error(warning)
-    const { workdir } = agent
+    const { records, workdir } = agent
     /** The `exit` line (or the two human lines); exit status 1 unless the task completed. */
     const report = ({ task }: Settled) =>
       Effect.gen(function*() {
@@ -114,6 +114,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
             event: "exit",
             status: statusOf(task),
             workdir,
+            records,
             task_id: task.id,
             ...(ok ? {} : {
               state: task.state,
@@ -146,7 +147,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       const runner = yield* TaskRunner
       const registry = yield* TaskRegistry
       if (options.json) {
-        yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, workdir }))
+        yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, workdir, records }))
       } else {
         yield* Console.log(`capsule ${identity.capsule.name}@${identity.capsule.version} running at ${identity.url}`)
       }
@@ -221,7 +222,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         capsuleVersion: project.manifest.version,
         sessionId: options.sessionId,
         workdir,
-        sessionWorkdir: agent.sessionWorkdir,
+        records,
         startedAtMs
       }, outcome.task, existsSync(resultPath) ? resultPath : undefined, options.spawnerToken).pipe(continueTrace)
     }

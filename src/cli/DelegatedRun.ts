@@ -2,7 +2,7 @@
  * `run` and delegation, both ways. As a child (`MURMUR_SPAWNER` set by a delegating parent): the
  * handle is read before anything starts (`E-RUN-020` when unreadable), the lineage goes into
  * `session_start`, and once the task settles the outcome is posted to the parent's door and
- * recorded in `completion.json` beside the child's trace. As a parent: a capsule that may
+ * recorded in `completion.json` beside the child's trace (in its records, outside every workdir). As a parent: a capsule that may
  * delegate does not end its run with its first task while a child it started is still running
  * or a completion is still queued; the run's outcome is then the last task that settled (the
  * completion task that used the child's result, in examples/delegation).
@@ -26,8 +26,8 @@ export interface ChildRecord {
   readonly sessionId: string
   /** The accessible workdir (its `out/result.txt` is the result). */
   readonly workdir: string
-  /** Where the trace is; `completion.json` goes beside it. */
-  readonly sessionWorkdir: string
+  /** The session's records (../sandbox/SessionWorkdirs.ts): the trace is there, and `completion.json` goes beside it. */
+  readonly records: string
   readonly startedAtMs: number
 }
 
@@ -55,7 +55,7 @@ export const reportToSpawner = (handle: SpawnerHandle, child: ChildRecord, task:
       trust: handle.completion.trust,
       token
     }
-    const recorded = yield* deliverOutcome(target, child.sessionWorkdir, outcome)
+    const recorded = yield* deliverOutcome(target, child.records, outcome)
     if (!recorded.delivered) yield* Effect.logWarning(`completion of ${handle.delegationId} not delivered: ${recorded.delivery_error ?? ""}`)
     return recorded
   })

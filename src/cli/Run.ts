@@ -81,6 +81,6 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
       const code = outcome.left._tag === "TraceWriteFailed" ? outcome.left.code : "E-RUN-001"
       return yield* reportLaunchFailure(code, outcome.left.message, options.json, prepared.workdir, stderr)
     }
-    if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir }))
+    if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir, records: prepared.records }))
     else yield* Console.log(`status:  ok\nworkdir: ${prepared.workdir}`)
   }).pipe((effect) => launching(effect, options.json))).pipe(Command.withDescription("Run a capsule once: a script capsule's run(), or one agent task"))

@@ -143,7 +143,7 @@ export const serveCommand = Command.make(
           credentials
         })
         for (const warning of agent.warnings) yield* Console.error(warning)
-        return yield* announce(options.json, { workdir: agent.workdir }, credentials).pipe(
+        return yield* announce(options.json, { workdir: agent.workdir, records: agent.records }, credentials).pipe(
           Effect.provide(Layer.fresh(agent.layer)),
           Effect.catchTags({
             ServeError: bindFailure(chosen),
@@ -159,7 +159,7 @@ export const serveCommand = Command.make(
         hostEnv: hostEnv.env
       })
       for (const warning of script.warnings) yield* Console.error(warning)
-      return yield* announce(options.json, { workdir: script.workdir }, credentials).pipe(
+      return yield* announce(options.json, { workdir: script.workdir, records: script.records }, credentials).pipe(
         Effect.provide(Layer.fresh(script.layer)),
         Effect.catchTags({
           ServeError: bindFailure(chosen),

@@ -3,7 +3,7 @@
  * task at a time, with its shell, trace, export planes, conversations and delegation launcher
  * wired here (`serve` and `run` only call it). The manifest's `lifecycle:` decides task acceptance (`queue` when the
  * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
- * the session's `trace.jsonl` is written in its workdir under `trace.capture`. `serve` is the
+ * the session's `trace.jsonl` is written in its records (outside the workdir) under `trace.capture`. `serve` is the
  * long-lived form: it keeps serving after each task whatever `after_task` says (`run` is the
  * one-task form that honours it).
  *
@@ -109,7 +109,8 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       runtime: options.runtime ?? defaultRuntime(process.execPath),
       doorToken: credentials.completionToken
     }).pipe(Layer.provide(NodeContext.layer))
-    const trace = Trace.layer({ directory: prepared.sessionWorkdir, within: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
+    // The records sit beneath the capsule directory, outside every tree a guest or command writes.
+    const trace = Trace.layer({ directory: prepared.records, within: project.directory, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
     // Sealed commands reach network.allow through the session's proxy; each connection is a trace line.
     const egressRules = Either.getOrElse(parseAllowList(manifest.capabilities.network?.allow ?? []), () => [])
     const egress = prepared.shell.containment.tier !== "sealed" || egressRules.length === 0 ? Layer.empty : Layer.scoped(
@@ -129,11 +130,14 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
     })
     // Threaded conversations: the record store lives under the murmur home (MURMUR_HOME, else
     // ~/.murmur), named by context.record_store (default: the capsule's name).
+    // The store name is one path segment (E-CAP-011, checked when the manifest is read).
     const conversations = prepared.lifecycle.conversation !== "threaded" ? Layer.empty : Conversations.layer({
-      storeDirectory: manifest.context?.record === false
+      store: manifest.context?.record === false
         ? undefined
-        : join(murmurHome(options.hostEnv), "conversations", manifest.context?.recordStore ?? manifest.name),
-      retain: manifest.context?.retain
+        : { root: join(murmurHome(options.hostEnv), "conversations"), name: manifest.context?.recordStore ?? manifest.name },
+      retain: manifest.context?.retain,
+      maxBytes: manifest.context?.recordMaxBytes,
+      maxTurns: manifest.context?.recordMaxTurns
     })
     const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(conversations), Layer.provideMerge(trace))
     // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
@@ -145,5 +149,5 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       Layer.provide(completions),
       Layer.provide(otelEndpoint === undefined ? Layer.empty : TelemetryLive(otelEndpoint))
     )
-    return { layer, workdir: prepared.workdir, sessionWorkdir: prepared.sessionWorkdir, warnings: prepared.warnings }
+    return { layer, workdir: prepared.workdir, records: prepared.records, warnings: prepared.warnings }
   })

@@ -29,5 +29,6 @@ export const scriptSession = (project: CapsuleProject, options: ScriptSessionOpt
       runner: { ...options.runner, inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
     }),
     workdir: prepared.workdir,
+    records: prepared.records,
     warnings: prepared.warnings
   }))

@@ -15,6 +15,8 @@ import { checkInferenceArtifacts, InferenceConfig, inferenceSpec, lowerInference
 import { Lifecycle, lifecycleSpec, lowerLifecycle } from "./manifest/Lifecycle.js"
 import {
   invalidCapability,
+  invalidRecordStore,
+  isPathSegment,
   ManifestError,
   type ManifestWarning,
   missingField,
@@ -130,6 +132,10 @@ const read = (options: ParseManifestOptions) => (ctx: ReadContext, root: Node | 
     network: raw.network === undefined ? undefined : lowerNetwork(raw.network),
     lifecycle: raw.lifecycle === undefined ? undefined : lowerLifecycle(raw.lifecycle),
     exports: raw.exports === undefined ? undefined : lowerExports(ctx, raw.exports)
+  }
+  // A threaded, recorded capsule without a record_store keeps its thread under its own name.
+  if (blocks.lifecycle?.conversation === "threaded" && blocks.context?.record !== false && blocks.context?.recordStore === undefined && !isPathSegment(name)) {
+    refuse(invalidRecordStore(name, true))
   }
   checkGrantShapes(capabilities)
   const artifacts = lowered.map(({ config, entry }) => checkArtifact(ctx, entry, config))

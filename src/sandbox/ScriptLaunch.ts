@@ -18,11 +18,11 @@ import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "./Gran
 import { effectiveLimits } from "./manifest/Capabilities.js"
 import type { NetworkRule } from "./NetworkPolicy.js"
 import { sendPeerMessage } from "./PeerMessage.js"
-import type { ProjectError } from "./ProjectError.js"
+import { ProjectError } from "./ProjectError.js"
 import { type GuestHost, type GuestOutcome, Sandbox, type ToolSpec } from "./Sandbox.js"
 import type { SandboxError } from "./SandboxError.js"
 import { openScriptTrace, type RecordSend } from "./ScriptTrace.js"
-import { sessionWorkdirs } from "./SessionWorkdirs.js"
+import { recordsExposed, sessionWorkdirs } from "./SessionWorkdirs.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
 export interface LaunchOptions {
@@ -36,8 +36,8 @@ export interface PreparedScript {
   readonly project: CapsuleProject
   readonly sessionId: string
   readonly workdir: string
-  /** Where `trace.jsonl` goes: the workdir, or `<workdir>/.murmur/<session id>` with `--workdir` (as an agent's). */
-  readonly sessionDirectory: string
+  /** Where `trace.jsonl` goes: `<capsule dir>/.murmur/sessions/<session id>`, outside the workdir (as an agent's). */
+  readonly records: string
   readonly capsule: CompiledComponent
   readonly grant: GuestGrant
   readonly ceiling: ReadonlyArray<NetworkRule>
@@ -55,7 +55,10 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
     const cache = yield* ComponentCache
     // A script capsule starts no subprocess, but a floor it declares is still a launch condition.
     const containment = yield* containmentFor(project.manifest.capabilities, options.hostEnv)
-    const { accessible: workdir, session: sessionDirectory } = sessionWorkdirs(project.directory, options.sessionId, options.workdir)
+    const workdirs = sessionWorkdirs(project.directory, options.sessionId, options.workdir)
+    const { accessible: workdir, records } = workdirs
+    const exposed = recordsExposed(workdirs)
+    if (exposed !== undefined) return yield* new ProjectError({ code: "E-RUN-002", message: exposed })
     mkdirSync(workdir, { recursive: true })
     const context: GrantContext = { manifest: project.manifest, workdir, hostEnv: options.hostEnv, runtimeVars: {} }
     const limits = effectiveLimits(project.manifest.capabilities)
@@ -79,7 +82,7 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       project,
       sessionId: options.sessionId,
       workdir,
-      sessionDirectory,
+      records,
       capsule,
       grant: granted.grant,
       ceiling: yield* ceilingRules(project.manifest),

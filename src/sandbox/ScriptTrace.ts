@@ -72,11 +72,11 @@ export const scriptSessionStart = (prepared: PreparedScript): SessionStartFields
 /** Opens the launch's trace and writes `session_start`; `session_end` is written when the scope closes. */
 export const openScriptTrace = (prepared: PreparedScript): Effect.Effect<ScriptTrace, TraceWriteFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    // With --workdir the session directory is `.murmur/<session>` in a tree guests write: made and
-    // opened from the workdir without following a link, before any guest of this launch runs.
+    // The records sit beneath the capsule directory, out of the guests' tree; made and opened
+    // from there without following a link all the same.
     const trace = yield* makeTrace({
-      directory: prepared.sessionDirectory,
-      within: prepared.workdir,
+      directory: prepared.records,
+      within: prepared.project.directory,
       sessionId: prepared.sessionId,
       capture: effectiveTraceCapture(prepared.project.manifest)
     })

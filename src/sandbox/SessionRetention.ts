@@ -1,7 +1,8 @@
 /**
  * Session workdirs under one documented place: a `serve` or `run` without `--workdir` works in
- * `<capsule dir>/workdir/<session id>`, and before it starts, the older session workdirs there
- * are deleted so that at most `keep` remain with the new one (`--keep-sessions`, default 20).
+ * `<capsule dir>/workdir/<session id>` (its records in `<capsule dir>/.murmur/sessions/<session id>`),
+ * and before it starts, the older sessions there (workdir and records) are deleted so that at most
+ * `keep` remain with the new one (`--keep-sessions`, default 20).
  * Session ids are UUIDv7 (`ses_<time-ordered hex>`), so their names sort by age.
  *
  * Nothing is deleted through a link (./WorkdirFs.ts discipline): `workdir/` is opened without
@@ -19,6 +20,7 @@
 import { existsSync, lstatSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { RECORDS_UNDER } from "./SessionWorkdirs.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
 export const defaultKeepSessions = 20
@@ -63,16 +65,24 @@ export const pruneSessions = (
 ): Effect.Effect<Pruned, WorkdirFs.WorkdirPathRefused> =>
   WorkdirFs.attempt(() => {
     WorkdirFs.write(capsuleDir, `${LIVE}/${current.sessionId}`, `${current.pid}\n`)
-    if (!existsSync(join(capsuleDir, "workdir"))) return { deleted: [] }
-    return WorkdirFs.inDirectory(capsuleDir, "workdir", (entry) => {
-      const sessions = readdirSync(entry("."))
-        .filter((name) => SESSION.test(name) && name !== current.sessionId && lstatSync(entry(name)).isDirectory())
-        .sort()
-      const excess = sessions.slice(0, Math.max(0, sessions.length - Math.max(0, keep - 1))).filter((name) => !running(capsuleDir, name))
-      for (const name of excess) {
-        rmSync(entry(name), { recursive: true, force: true })
-        WorkdirFs.remove(capsuleDir, `${LIVE}/${name}`)
-      }
-      return { deleted: excess }
-    })
+    // A session is its workdir and its records (./SessionWorkdirs.ts); either may be all that is left.
+    const sessions = [...new Set([...sessionsIn(capsuleDir, "workdir"), ...sessionsIn(capsuleDir, RECORDS_UNDER)])]
+      .filter((name) => name !== current.sessionId)
+      .sort()
+    const excess = sessions.slice(0, Math.max(0, sessions.length - Math.max(0, keep - 1))).filter((name) => !running(capsuleDir, name))
+    for (const parent of ["workdir", RECORDS_UNDER]) {
+      if (!existsSync(join(capsuleDir, parent))) continue
+      WorkdirFs.inDirectory(capsuleDir, parent, (entry) => {
+        for (const name of excess) rmSync(entry(name), { recursive: true, force: true })
+      })
+    }
+    for (const name of excess) WorkdirFs.remove(capsuleDir, `${LIVE}/${name}`)
+    return { deleted: excess }
   })
+
+/** The session directories under `parent` of the capsule directory (reached without following a link). */
+const sessionsIn = (capsuleDir: string, parent: string): Array<string> =>
+  existsSync(join(capsuleDir, parent))
+    ? WorkdirFs.inDirectory(capsuleDir, parent, (entry) =>
+      readdirSync(entry(".")).filter((name) => SESSION.test(name) && lstatSync(entry(name)).isDirectory()))
+    : []

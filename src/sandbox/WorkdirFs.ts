@@ -1,6 +1,6 @@
 /**
- * Every host-side access to a path in a workdir (`task.md`, `out/result.txt`, `logs/*`,
- * `trace.jsonl`, `blobs/`, `tools/`, …) goes through here, because guests and shell commands
+ * Every host-side access to a path in a workdir (`task.md`, `out/result.txt`, `logs/*`, `tools/`,
+ * …) or a runtime-owned tree (a session's records, the conversation store) goes through here, because guests and shell commands
  * write that tree: a link they plant must never carry a host write or read outside it.
  *
  * The policy is to follow no link at all, even one that points inside the workdir: each directory

@@ -45,11 +45,12 @@ describe("serve <agent dir> --json (CLI)", () => {
     })
     const served = await serveCli(dir, {}, cleanups)
     const { listening } = served
-    expect(Object.keys(listening).sort()).toEqual(["event", "session_id", "url", "workdir"])
+    expect(Object.keys(listening).sort()).toEqual(["event", "records", "session_id", "url", "workdir"])
     expect(listening.event).toBe("listening")
     expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
     expect(listening.session_id).toMatch(/^ses_[0-9a-f]{32}$/)
     expect(listening.workdir).toBe(join(dir, "workdir", listening.session_id))
+    expect(listening.records).toBe(join(dir, ".murmur", "sessions", listening.session_id))
     const card = await (await fetch(new URL(".well-known/agent-card.json", listening.url))).json()
     expect(card).toMatchObject({ name: "test-agent", version: "0.1.0" })
 
@@ -72,16 +73,16 @@ describe("serve <agent dir> --json (CLI)", () => {
     expect(artifacts).toEqual([{ id, artifact: { tool_name: "echo-tool", content: "{\"msg\":\"hi\"}" } }])
     expect(dataOf(frames.at(-1)!)).toMatchObject({ id, status: { state: "completed", message: "session ended", response: "All done here." }, final: true })
 
-    const types = traceLines(listening.workdir).map((line) => line.event_type)
+    const types = traceLines(listening.records).map((line) => line.event_type)
     expect(types[0]).toBe("session_start")
     expect(types).toContain("task_start")
     expect(types.at(-1)).toBe("task_end")
-    expect(traceLines(listening.workdir)[0]).toMatchObject({ session_id: listening.session_id, capsule_name: "test-agent", model: "scripted" })
+    expect(traceLines(listening.records)[0]).toMatchObject({ session_id: listening.session_id, capsule_name: "test-agent", model: "scripted" })
 
     served.child.kill("SIGTERM")
     expect(await served.exited).toEqual({ code: 0, signal: null })
     expect(served.stdout().trim().split("\n")).toHaveLength(1)
-    const end = traceLines(listening.workdir).at(-1)!
+    const end = traceLines(listening.records).at(-1)!
     expect(end).toMatchObject({ event_type: "session_end", total_turns: 2, total_tool_calls: 1, exit_status: "ok" })
   })
 
@@ -92,7 +93,7 @@ describe("serve <agent dir> --json (CLI)", () => {
     expect(reply.body.error.code).toBe(-32601)
     served.child.kill("SIGTERM")
     expect(await served.exited).toEqual({ code: 0, signal: null })
-    expect(traceLines(served.listening.workdir).map((line) => line.event_type)).toEqual(["session_start", "session_end"])
+    expect(traceLines(served.listening.records).map((line) => line.event_type)).toEqual(["session_start", "session_end"])
   })
 
   it("applies lifecycle.input_timeout_secs: an unanswered request-input fails the task with input-timeout", async () => {

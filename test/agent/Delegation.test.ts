@@ -86,11 +86,17 @@ const run = (directory: string, task: string, env: Record<string, string> = {}):
   return { proc, workdir, lines, exit }
 }
 
+/** A session's records: `<capsule dir>/.murmur/sessions/<session>`, whichever capsule (under `base` or examples/) ran it. */
+const recordsOf = (session: string): string =>
+  [base, join(ROOT, "examples")].flatMap((parent) => readdirSync(parent).map((name) => join(parent, name, ".murmur", "sessions", session)))
+    .find((path) => existsSync(path)) ?? join(base, "none")
+
+/** The traces of the sessions that ran in `workdir` (each left its scaffolding in `.murmur/<session>`). */
 const traceOf = (workdir: string): Array<Record<string, unknown>> => {
   const sessions = join(workdir, ".murmur")
   if (!existsSync(sessions)) return []
   return readdirSync(sessions).flatMap((session) => {
-    const path = join(sessions, session, "trace.jsonl")
+    const path = join(recordsOf(session), "trace.jsonl")
     return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>) : []
   })
 }
@@ -124,9 +130,8 @@ const groupMembers = (pgid: number): string => {
 }
 
 const childCompletion = (workdir: string, delegationId: string) => {
-  const records = join(workdir, "delegations", delegationId, ".murmur")
-  const [session] = readdirSync(records)
-  return JSON.parse(readFileSync(join(records, session!, "completion.json"), "utf8")) as Record<string, unknown>
+  const [session] = readdirSync(join(workdir, "delegations", delegationId, ".murmur"))
+  return JSON.parse(readFileSync(join(recordsOf(session!), "completion.json"), "utf8")) as Record<string, unknown>
 }
 
 beforeAll(() => {

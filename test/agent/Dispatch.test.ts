@@ -54,7 +54,7 @@ describe("tool dispatch precedence", () => {
     expect(byId.c3.content[0].text).toBe("<untrusted-content source=tool:echo-tool>\n{\"x\":1}\n</untrusted-content>")
     expect(byId.c4.is_error).toBe(true)
 
-    const trace = traceLines(workdir)
+    const trace = traceLines(exitEvent(run).records)
     expect(ofType(trace, "shell")).toEqual([expect.objectContaining({ command: "from the shell", exit_code: 0 })])
     expect(ofType(trace, "skill_call")).toEqual([expect.objectContaining({ skill_name: "guide", output_bytes: Buffer.byteLength(GUIDE), status: "ok" })])
     expect(ofType(trace, "tool_call").map((line) => line.tool_name)).toEqual(["echo", "echo-tool", "nope"])

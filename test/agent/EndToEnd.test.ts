@@ -124,7 +124,7 @@ describe("serve <agent dir>: a two-turn task with a WASM tool and a shell call",
       data: { id: secondId, context_id: second[0]!.data.context_id, status: { state: "completed", message: "session ended", response: "All done here." }, final: true }
     })
     await stop(served)
-    const trace = traceLines(served.listening.workdir)
+    const trace = traceLines(served.listening.records)
     expect(ofType(trace, "task_start").map((line) => line.task_id)).toEqual([id, secondId])
     expect(ofType(trace, "session_start")).toHaveLength(1)
     expect(ofType(trace, "session_end")).toHaveLength(1)
@@ -234,7 +234,7 @@ describe("serve <agent dir>: request-input from a WASM tool (lifecycle.input_tim
   })
 
   it("timed out: the task fails with input-timeout in its final frame, tasks/get and out/result.txt", async () => {
-    const { url, workdir } = served.listening
+    const { url, workdir, records } = served.listening
     const all = await streamTask(url, "choose again")
     const id = all[0]!.data.id
     expect(all.at(-2)!.data).toMatchObject({ id, status: { state: "input-required" }, final: false })
@@ -244,7 +244,7 @@ describe("serve <agent dir>: request-input from a WASM tool (lifecycle.input_tim
     expect(got.body.result.artifacts).toBeUndefined()
     expect(resultFile(workdir)).toBe("error: input-timeout")
     await stop(served)
-    const ends = ofType(traceLines(workdir), "task_end")
+    const ends = ofType(traceLines(records), "task_end")
     expect(ends.map((line) => [line.task_id === id, line.exit_status])).toEqual([[false, "ok"], [true, "failed"]])
   })
 })

@@ -58,7 +58,7 @@ const runOverA2A = async (options: AgentDirOptions, message: ReturnType<typeof r
   const { exited, listening, stderr } = await listeningCli(["run", dir, "--json"], {}, cleanups)
   const reply = await rpc(listening.url, "message/send", { message, configuration: { blocking: true } })
   const { code } = await exited
-  return { listening, reply: reply.body.result, code, stderr: stderr(), started, trace: traceLines(listening.workdir) }
+  return { listening, reply: reply.body.result, code, stderr: stderr(), started, trace: traceLines(listening.records) }
 }
 
 describe("trace.jsonl of an A2A task (run <dir> --json, trace.capture meta by default)", () => {
@@ -311,18 +311,18 @@ describe("trace.capture none | meta | content (run <dir> --task)", () => {
       const start = ofType(of(mode).trace, "session_start")[0]!
       expect(start, mode).toMatchObject({ system_prompt_source: "manifest", system_prompt_sha256: sha256(PROMPT) })
       expect(start, mode).not.toHaveProperty("system_prompt")
-      expect(existsSync(join(of(mode).workdir, "blobs")), mode).toBe(mode === "content")
+      expect(existsSync(join(of(mode).records, "blobs")), mode).toBe(mode === "content")
     }
-    const blobs = join(of("content").workdir, "blobs")
+    const blobs = join(of("content").records, "blobs")
     expect(statSync(blobs).mode & 0o777).toBe(0o700)
     expect(readFileSync(join(blobs, sha256(PROMPT)), "utf8")).toBe(PROMPT)
   })
 
   it("under content, every hash on an inference line resolves to blobs/<hash> holding that body", () => {
-    const { trace, workdir } = of("content")
+    const { trace, records } = of("content")
     for (const line of ofType(trace, "inference")) {
       for (const key of ["system_sha", "tools_sha", "response_sha"]) {
-        const path = join(workdir, "blobs", line[key])
+        const path = join(records, "blobs", line[key])
         expect(existsSync(path), `${key} of turn ${line.turn}`).toBe(true)
         expect(sha256(readFileSync(path, "utf8"))).toBe(line[key])
       }

@@ -84,7 +84,7 @@ describe("examples/ollama (fake provider)", () => {
     await sleep(1_000)
     expect(provider.requests).toHaveLength(1)
     expect((await rpc(listening.url, "tasks/get", { id })).body.result.status.state).toBe("canceled")
-    const canceled = readFileSync(join(listening.workdir, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
+    const canceled = readFileSync(join(listening.records, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
       .find((line) => line.event_type === "task_canceled")
     expect(canceled).toMatchObject({ task_id: id, phase: "inference" })
   })

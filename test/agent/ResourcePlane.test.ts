@@ -123,7 +123,7 @@ describe("resource plane (exports.files)", () => {
 
   it("every list and read is traced with its outcome", async () => {
     await get("/resources/files/report.md")
-    const lines = readFileSync(join(served.listening.workdir, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
+    const lines = readFileSync(join(served.listening.records, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
     const reads = lines.filter((line) => line.event_type === "resource_read")
     expect(reads.some((line) => line.outcome === "ok" && line.path === "report.md" && line.sha256 === sha("# report\n"))).toBe(true)
     expect(reads.some((line) => line.outcome === "symlink_refused")).toBe(true)

@@ -39,10 +39,10 @@ describe("detached shell completions", () => {
 
     let completed: Record<string, any> | undefined
     for (let i = 0; i < 200 && completed === undefined; i++) {
-      completed = ofType(traceLines(listening.workdir), "shell_completed").find((line) => line.work_id === workId)
+      completed = ofType(traceLines(listening.records), "shell_completed").find((line) => line.work_id === workId)
       if (completed === undefined) await sleep(50)
     }
-    const detached = ofType(traceLines(listening.workdir), "shell_detached").find((line) => line.work_id === workId)
+    const detached = ofType(traceLines(listening.records), "shell_detached").find((line) => line.work_id === workId)
     expect(completed).toMatchObject({ binary: detached!.binary, command: "sleep 1; echo finished", exit_code: 0, status: "ok", output_path: `logs/${workId}.log`, completion_task_id: expect.stringMatching(/^tsk_/) })
     const taskId = completed!.completion_task_id
     let task: Record<string, any> = {}
@@ -53,7 +53,7 @@ describe("detached shell completions", () => {
     }
     expect(task.status.state).toBe("completed")
     expect(task.metadata?.murmur ?? { origin: "completion" }).toMatchObject({ origin: "completion" })
-    const start = ofType(traceLines(listening.workdir), "task_start").find((line) => line.task_id === taskId)
+    const start = ofType(traceLines(listening.records), "task_start").find((line) => line.task_id === taskId)
     expect(start).toMatchObject({ source: "detached_shell", origin: "completion", lane: "bg" })
   })
 
@@ -70,12 +70,12 @@ describe("detached shell completions", () => {
     // No origin header: origin `event`, untrusted.
     const first = await rpc(listening.url, "message/send", { message: referenceMessage("start the job"), configuration: { blocking: true } })
     expect(first.body.result.status.state).toBe("completed")
-    const firstStart = ofType(traceLines(listening.workdir), "task_start").find((line) => line.task_id === first.body.result.id)
+    const firstStart = ofType(traceLines(listening.records), "task_start").find((line) => line.task_id === first.body.result.id)
     expect(firstStart).toMatchObject({ origin: "event", trust: "untrusted" })
 
     let completed: Record<string, any> | undefined
     for (let i = 0; i < 200 && completed === undefined; i++) {
-      completed = ofType(traceLines(listening.workdir), "shell_completed")[0]
+      completed = ofType(traceLines(listening.records), "shell_completed")[0]
       if (completed === undefined) await sleep(50)
     }
     expect(completed).toBeDefined()
@@ -86,7 +86,7 @@ describe("detached shell completions", () => {
       if (state !== "completed") await sleep(50)
     }
     expect(state).toBe("completed")
-    const start = ofType(traceLines(listening.workdir), "task_start").find((line) => line.task_id === taskId)
+    const start = ofType(traceLines(listening.records), "task_start").find((line) => line.task_id === taskId)
     expect(start).toMatchObject({ source: "detached_shell", origin: "completion", trust: "untrusted", lane: "bg" })
 
     // The completion task's first driver call (the next one is seconds away: `sleep 5`).
@@ -102,7 +102,7 @@ describe("detached shell completions", () => {
     const dir = await agentDir(detaching(""))
     const run = await runCli(["run", dir, "--task", "start the job", "--json"])
     expect(run.code, run.stderr).toBe(0)
-    const lines = traceLines(exitEvent(run).workdir)
+    const lines = traceLines(exitEvent(run).records)
     const detached = ofType(lines, "shell_detached")
     expect(detached).toHaveLength(1)
     expect(ofType(lines, "shell_abandoned")).toEqual([expect.objectContaining({ work_id: detached[0]!.work_id, binary: detached[0]!.binary, running_ms: expect.any(Number) })])
@@ -121,7 +121,7 @@ describe("detached shell completions", () => {
     const id = sent.body.result.id
     let detached: Record<string, any> | undefined
     for (let i = 0; i < 200 && detached === undefined; i++) {
-      detached = ofType(traceLines(listening.workdir), "shell_detached")[0]
+      detached = ofType(traceLines(listening.records), "shell_detached")[0]
       if (detached === undefined) await sleep(25)
     }
     expect(detached).toBeDefined()
@@ -132,7 +132,7 @@ describe("detached shell completions", () => {
     expect(items).toEqual([expect.objectContaining({ kind: "detached_shell", work_id: detached!.work_id, binary: detached!.binary, command: "sleep 2; echo finished" })])
     let completed: Record<string, any> | undefined
     for (let i = 0; i < 200 && completed === undefined; i++) {
-      completed = ofType(traceLines(listening.workdir), "shell_completed")[0]
+      completed = ofType(traceLines(listening.records), "shell_completed")[0]
       if (completed === undefined) await sleep(50)
     }
     expect(completed).toMatchObject({ work_id: detached!.work_id, exit_code: 0 })

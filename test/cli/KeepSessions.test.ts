@@ -1,6 +1,6 @@
 /**
- * `--keep-sessions N`: the older session workdirs under `<dir>/workdir/` are deleted at start so N
- * remain with the new one; nothing is deleted through a link (a planted `ses_…` link, or
+ * `--keep-sessions N`: the older sessions under `<dir>/workdir/` (and their records under
+ * `<dir>/.murmur/sessions/`) are deleted at start so N remain with the new one; nothing is deleted through a link (a planted `ses_…` link, or
  * `workdir/` itself a link), and names that are not session ids are left alone. The CLI part
  * needs `npm run build`.
  */
@@ -53,6 +53,19 @@ describe("pruneSessions", () => {
     expect(Exit.isFailure(exit)).toBe(true)
     expect(JSON.stringify(exit)).toContain("WorkdirPathRefused")
     expect(readdirSync(elsewhere).sort()).toEqual([session(1), session(2)])
+  })
+
+  it("a session's records (.murmur/sessions/<id>) go with its workdir; records left by a --workdir session count as a session", async () => {
+    const capsule = temp()
+    for (const n of [1, 2, 3]) mkdirSync(join(capsule, "workdir", session(n)), { recursive: true })
+    for (const n of [0, 1, 2, 3]) {
+      mkdirSync(join(capsule, ".murmur", "sessions", session(n)), { recursive: true })
+      writeFileSync(join(capsule, ".murmur", "sessions", session(n), "trace.jsonl"), "{}\n")
+    }
+    const pruned = await Effect.runPromise(pruneSessions(capsule, 2, { sessionId: session(9), pid: process.pid }))
+    expect(pruned.deleted).toEqual([session(0), session(1), session(2)])
+    expect(readdirSync(join(capsule, "workdir"))).toEqual([session(3)])
+    expect(readdirSync(join(capsule, ".murmur", "sessions"))).toEqual([session(3)])
   })
 
   it("a session still running is never deleted, however old; a dead one's marker goes with it", async () => {

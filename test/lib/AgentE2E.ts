@@ -20,8 +20,9 @@ export const sha256 = (body: string) => createHash("sha256").update(body).digest
 
 export type TraceLine = Record<string, any>
 
-export const traceLines = (workdir: string): Array<TraceLine> =>
-  readFileSync(join(workdir, "trace.jsonl"), "utf8").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line))
+/** The lines of `<records>/trace.jsonl`: `records` is the session's records directory (the `records` of a `--json` listening or exit line). */
+export const traceLines = (records: string): Array<TraceLine> =>
+  readFileSync(join(records, "trace.jsonl"), "utf8").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line))
 
 export const ofType = (lines: ReadonlyArray<TraceLine>, type: string) => lines.filter((line) => line.event_type === type)
 
@@ -75,6 +76,7 @@ export interface TaskRun {
   readonly listening: any
   readonly exit: any
   readonly workdir: string
+  readonly records: string
   readonly trace: Array<TraceLine>
 }
 
@@ -86,5 +88,6 @@ export const runTask = async (options: AgentDirOptions, task: string, cleanups: 
   const lines = run.stdout.trim().split("\n")
   const listening = JSON.parse(lines[0]!)
   const workdir: string = listening.workdir
-  return { dir, run, listening, exit: lastLine(run.stdout), workdir, trace: existsSync(join(workdir, "trace.jsonl")) ? traceLines(workdir) : [] }
+  const records: string = listening.records
+  return { dir, run, listening, exit: lastLine(run.stdout), workdir, records, trace: existsSync(join(records, "trace.jsonl")) ? traceLines(records) : [] }
 }

@@ -129,7 +129,7 @@ export const until = async (ok: () => boolean, what: string, ms = 30_000) => {
 
 export interface ServeProcess {
   readonly child: ChildProcessWithoutNullStreams
-  readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string }
+  readonly listening: { readonly event: string; readonly url: string; readonly session_id: string; readonly workdir: string; readonly records: string }
   readonly stdout: () => string
   readonly stderr: () => string
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>

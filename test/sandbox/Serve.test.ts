@@ -350,7 +350,7 @@ describe("serve <dir> --json (CLI)", () => {
     const dir = await capsuleDir(callsTool("echo-tool"))
     const served = await serveCli(dir, { TOOL_NAME: "echo-tool", TOOL_DATA: "hello from the cli" }, cleanups)
     const { listening } = served
-    expect(Object.keys(listening).sort()).toEqual(["event", "session_id", "url", "workdir"])
+    expect(Object.keys(listening).sort()).toEqual(["event", "records", "session_id", "url", "workdir"])
     expect(listening.event).toBe("listening")
     expect(listening.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
     expect(listening.session_id).toMatch(/^ses_[0-9a-f]{32}$/)

@@ -26,7 +26,7 @@ import {
 } from "./DocumentFields.js"
 import { DEFAULT_COMPACTION_THRESHOLD, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS } from "./Inference.js"
 import { DEFAULT_EXPORT_MAX_BYTES } from "./Retention.js"
-import { DEFAULT_SEED_BUDGET, DEFAULT_SEED_OVERFLOW_MARGIN } from "./SessionBlocks.js"
+import { DEFAULT_RECORD_MAX_BYTES, DEFAULT_RECORD_MAX_TURNS, DEFAULT_SEED_BUDGET, DEFAULT_SEED_OVERFLOW_MARGIN } from "./SessionBlocks.js"
 
 const never = (description: string) => Schema.optionalWith(Schema.Never.annotations({ description }), { exact: true })
 
@@ -89,7 +89,9 @@ const retain = (countKey: "max_sessions" | "max_messages", countHelp: string, de
 const ContextDocument = Schema.Struct({
   max_tokens: u32({ description: "The session's token budget; shown in MURMUR.md, no compaction here (W-RUN-001)." }),
   record: oneOf(["on", "off"], { description: "Keep a threaded capsule's conversation.jsonl.", default: "on" }),
-  record_store: text({ description: "The directory, under the murmur home, where conversation records are kept." }),
+  record_store: text({ description: "The directory, under the murmur home, where conversation records are kept: one path segment (E-CAP-011); default the capsule's name." }),
+  record_max_bytes: countOrSuffixed(BYTE_SIZE, { description: "Largest a thread's conversation.jsonl grows: bytes, or a number with Ki, Mi or Gi. Past it the oldest turns are dropped (a conversation_trimmed trace line).", default: DEFAULT_RECORD_MAX_BYTES }),
+  record_max_turns: u32({ description: "Most records (turns) a thread's conversation.jsonl keeps; past it the oldest are dropped.", default: DEFAULT_RECORD_MAX_TURNS }),
   seed_budget: fraction({ description: "Share of the budget a reloaded history may take; not used here (W-RUN-001).", default: DEFAULT_SEED_BUDGET }),
   seed_overflow_margin: fraction({ description: "Slack over the seed budget; not used here (W-RUN-001).", default: DEFAULT_SEED_OVERFLOW_MARGIN }),
   retain: retain("max_messages", "Most messages of the reloaded history (at least 1).", "Trims a threaded conversation's reloaded history (at least one key; others are refused).")

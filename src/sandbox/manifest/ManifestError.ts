@@ -24,6 +24,8 @@ export const ManifestErrorCode = Schema.Literal(
   "E-CAP-004",
   /** an artifact `config:` block that cannot be delivered as MURMUR_ARTIFACT_CONFIG */
   "E-CAP-010",
+  /** a `context.record_store` (or the capsule name standing for it) that is not one path segment */
+  "E-CAP-011",
   /** an artifact named like a runtime-owned tool (`delegate-task`, `share-file`, …) */
   "E-CAP-013"
 )
@@ -116,6 +118,17 @@ export const reservedArtifactName = (name: string) =>
 
 export const invalidArtifactConfig = (artifact: string, message: string) =>
   make("E-CAP-010", `invalid config for artifact '${artifact}': ${message}`)
+
+/** A name that is one path segment: joined under a directory, it stays there. */
+export const isPathSegment = (name: string): boolean =>
+  name.length > 0 && name.length <= 255 && name !== "." && name !== ".." && !/[/\\\0]/.test(name)
+
+/** The record store is a directory under `<murmur home>/conversations/`: one segment, or it would land elsewhere. */
+export const invalidRecordStore = (store: string, fromName: boolean) =>
+  make(
+    "E-CAP-011",
+    `invalid context.record_store '${store}'${fromName ? " (the capsule name, its default; set context.record_store)" : ""}: must be a single path segment (no '/', '\\', NUL, '.' or '..')`
+  )
 
 /** The artifact's own manifest (§1.4) words type errors differently from the capsule manifest. */
 export const artifactFieldInvalidType = (field: string, expected: string, got: string) =>

@@ -62,7 +62,7 @@ const scalarTextOf = (ctx: ReadContext, input: Node | null): string | undefined 
 type Invalid = (field: string, message: string) => ManifestError
 
 /** A duration or byte count given as an untyped scalar: parsed, and never zero. */
-const positiveCount = (ctx: ReadContext, node: Node | null, field: string, kind: "duration" | "bytes", invalid: Invalid): number => {
+export const positiveCount = (ctx: ReadContext, node: Node | null, field: string, kind: "duration" | "bytes", invalid: Invalid): number => {
   const form = kind === "duration" ? DURATION_ACCEPTED_FORM : BYTE_SIZE_ACCEPTED_FORM
   const text = scalarTextOf(ctx, node) ?? refuse(invalid(field, `'${debugValue(ctx, node)}' ${form}`))
   const parsed = (kind === "duration" ? parseDurationSecs : parseByteSize)(text)

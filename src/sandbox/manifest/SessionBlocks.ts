@@ -6,8 +6,8 @@
  */
 import { Schema } from "effect"
 import type { Node } from "yaml"
-import { invalidInference, invalidTrace, type ManifestWarning } from "./ManifestError.js"
-import { ContextRetain, lowerRetain, TraceRetain } from "./Retention.js"
+import { invalidInference, invalidRecordStore, invalidTrace, isPathSegment, type ManifestWarning } from "./ManifestError.js"
+import { ContextRetain, lowerRetain, positiveCount, TraceRetain } from "./Retention.js"
 import {
   anyNode,
   block,
@@ -38,6 +38,10 @@ export const networkSpec = { internal_port: optUint("u16") }
 export const lowerNetwork = (raw: Decoded<typeof networkSpec>): NetworkConfig =>
   raw.internal_port === undefined ? {} : { internalPort: raw.internal_port }
 
+/** A threaded capsule's record caps (`context.record_max_bytes`, `context.record_max_turns`) when not declared. */
+export const DEFAULT_RECORD_MAX_BYTES = 8 * 1024 * 1024
+export const DEFAULT_RECORD_MAX_TURNS = 1000
+
 export const DEFAULT_SEED_BUDGET = 0.1
 export const DEFAULT_SEED_OVERFLOW_MARGIN = 0.1
 
@@ -46,6 +50,9 @@ export const ContextConfig = Schema.Struct({
   maxTokens: exact(Schema.Number),
   record: Schema.Boolean,
   recordStore: exact(Schema.String),
+  /** Caps on a thread's durable record; absent: the defaults above. */
+  recordMaxBytes: exact(Schema.Number),
+  recordMaxTurns: exact(Schema.Number),
   seedBudget: Schema.Number,
   seedOverflowMargin: Schema.Number,
   retain: exact(ContextRetain)
@@ -56,6 +63,8 @@ export const contextSpec = {
   max_tokens: optUint("u32"),
   record: optString,
   record_store: optString,
+  record_max_bytes: anyNode,
+  record_max_turns: optUint("u32"),
   seed_budget: optF32,
   seed_overflow_margin: optF32,
   retain: anyNode
@@ -77,10 +86,18 @@ export const lowerContext = (ctx: ReadContext, raw: Decoded<typeof contextSpec>)
   const seedBudget = fraction("context.seed_budget", raw.seed_budget, DEFAULT_SEED_BUDGET)
   const seedOverflowMargin = fraction("context.seed_overflow_margin", raw.seed_overflow_margin, DEFAULT_SEED_OVERFLOW_MARGIN)
   const retain = raw.retain === undefined ? undefined : lowerRetain(ctx, raw.retain, "context.retain", invalidInference)
+  const recordStore = raw.record_store?.trim()
+  if (recordStore !== undefined && !isPathSegment(recordStore)) refuse(invalidRecordStore(recordStore, false))
+  const recordMaxBytes = raw.record_max_bytes === undefined
+    ? undefined
+    : positiveCount(ctx, raw.record_max_bytes, "context.record_max_bytes", "bytes", invalidInference)
+  if (raw.record_max_turns === 0) refuse(invalidInference("context.record_max_turns", "must be at least 1"))
   return {
     ...(raw.max_tokens === undefined ? {} : { maxTokens: raw.max_tokens }),
     record: recordMode !== "off",
-    ...(raw.record_store === undefined ? {} : { recordStore: raw.record_store.trim() }),
+    ...(recordStore === undefined ? {} : { recordStore }),
+    ...(recordMaxBytes === undefined ? {} : { recordMaxBytes }),
+    ...(raw.record_max_turns === undefined ? {} : { recordMaxTurns: raw.record_max_turns }),
     seedBudget,
     seedOverflowMargin,
     ...(retain === undefined

@@ -101,7 +101,7 @@ describe("containment through run", () => {
     const run = await runCli(["run", dir, "--task", "x", "--json"])
     expect(run.code, run.stderr).toBe(0)
     const listening = JSON.parse(run.stdout.split("\n")[0]!)
-    const [start] = ofType(traceLines(listening.workdir), "session_start")
+    const [start] = ofType(traceLines(listening.records), "session_start")
     expect(start).toMatchObject({ containment_declared: "sealed", containment_achieved: "sealed", workdir_exec: false })
   })
 })
