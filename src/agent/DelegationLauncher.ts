@@ -227,11 +227,16 @@ const make = (options: LauncherOptions) =>
       const workdir = anchors === undefined || held.descriptor === undefined
         ? join(options.workdir, relativeWorkdir)
         : join(anchors, delegationId)
-      if (workdir !== join(options.workdir, relativeWorkdir)) symlinkSync(`/proc/${process.pid}/fd/${held.descriptor}`, workdir)
       const unhold = Effect.sync(() => {
         held.close()
         if (anchors !== undefined) rmSync(workdir, { force: true })
       })
+      if (workdir !== join(options.workdir, relativeWorkdir)) {
+        yield* Effect.try(() => symlinkSync(`/proc/${process.pid}/fd/${held.descriptor}`, workdir)).pipe(
+          Effect.tapError(() => Effect.zipRight(unhold, release)),
+          Effect.mapError((error) => new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${String(error.error)}` }))
+        )
+      }
       const secret = randomBytes(32).toString("base64url")
       yield* tracker.expect(delegationId, secret)
       const target: CompletionTarget = {
@@ -246,6 +251,7 @@ const make = (options: LauncherOptions) =>
       const ready = yield* Deferred.make<StartedDelegation, DelegationError>()
       const life = child(request, { directory, version, delegationId, relativeWorkdir, workdir, records: held.root, target }, ready).pipe(
         Effect.ensuring(Effect.zipRight(unhold, release)),
+        Effect.ensuring(tracker.finish(delegationId)),
         Effect.provide(context)
       )
       yield* FiberMap.run(children, delegationId, life)

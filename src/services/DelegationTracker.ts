@@ -69,6 +69,8 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
   /** Ends a claim: `completed` with the completion's task id, else the delegation is open again. */
   readonly settle: (delegationId: string, completed: boolean, taskId?: string) => Effect.Effect<void>
   readonly completion: (delegationId: string) => Effect.Effect<CompletionState | undefined>
+  /** The delegation is over (its child ended and was dealt with): no completion is taken for it any more. */
+  readonly finish: (delegationId: string) => Effect.Effect<void>
 }>() {
   static readonly layer = Layer.sync(DelegationTracker, () => {
     const items = new Map<string, Delegation>()
@@ -115,7 +117,12 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
           const entry = expected.get(delegationId)
           if (entry !== undefined && entry.state._tag === "InFlight") entry.state = completed ? { _tag: "Completed", taskId } : { _tag: "Open" }
         }),
-      completion: (delegationId) => Effect.sync(() => expected.get(delegationId)?.state)
+      completion: (delegationId) => Effect.sync(() => expected.get(delegationId)?.state),
+      finish: (delegationId) =>
+        Effect.sync(() => {
+          const entry = expected.get(delegationId)
+          if (entry !== undefined && entry.state._tag !== "Completed") entry.state = { _tag: "Completed", taskId: undefined }
+        })
     })
   })
 }

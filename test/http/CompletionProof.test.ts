@@ -73,4 +73,12 @@ describe("completion proof", () => {
     expect(replies.filter((reply) => reply.body.error?.code === -32004)).toHaveLength(7)
     expect(await taskCount(door)).toBe(before + 1)
   })
+
+  it("once its delegation is over (the launcher dealt with its child's end), no completion is taken for it", async () => {
+    door = await openDoor()
+    await door.run(door.delegations.expect("dlg_over", SECRET))
+    await door.run(door.delegations.finish("dlg_over"))
+    const late = await complete(door, { "x-murmur-delegation-id": "dlg_over", "x-murmur-completion-secret": SECRET })
+    expect(late.body.error).toEqual({ code: -32004, message: "completion for dlg_over refused: that delegation has already completed" })
+  })
 })
