@@ -162,6 +162,25 @@ export type { CapsuleProject } from "./sandbox/CapsuleProject.js"
  */
 export type { DoorSettings } from "./http/DoorConfig.js"
 
+/**
+ * The door's principals for `DoorSettings.credentials`: the operator token, a tokens file with
+ * scopes (and its reload), and the `delegations` token children get. A refused file is a
+ * `DoorTokensRefused` (`E-RUN-040`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export { DoorTokensRefused, makeDoorCredentials } from "./http/DoorCredentials.js"
+
+/**
+ * What `makeDoorCredentials` returns, and a principal with its scopes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type { DoorCredentials } from "./http/DoorCredentials.js"
+export type { DoorScope, Principal } from "./http/DoorScopes.js"
+
 // =============================================================================================
 // Services
 // =============================================================================================

@@ -101,7 +101,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         stripPatterns: env.prepared.shell.stripPatterns,
         runtimeVars: env.prepared.runtimeVars,
         graceSeconds: env.prepared.lifecycle.shellGraceSecs,
-        containment: env.prepared.shell.containment
+        containment: env.prepared.shell.containment,
+        taskId: env.taskId
       }))
       if (Either.isLeft(outcome)) return yield* toolCallLine(outcome.left.toolResult)
       const done = outcome.right

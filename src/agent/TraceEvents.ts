@@ -5,6 +5,7 @@
  * Declaration order is the reference's column order: pass fields in this order, since `Trace`
  * writes them in the caller's order. Field names are the wire names (snake_case).
  */
+import type { EgressFields } from "../sandbox/egress/EgressProxy.js"
 import type { Lane, Origin, Trust } from "../services/Task.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
@@ -251,6 +252,8 @@ export interface TraceEventFields {
   readonly task_canceled: TaskCanceledFields
   readonly a2a_task_received: A2aTaskReceivedFields
   readonly a2a_send: A2aSendFields
+  /** A sealed shell command's proxied connection (../sandbox/egress/EgressProxy.ts). */
+  readonly egress: EgressFields
 }
 
 /** Events with their own `Trace` method, which owns their place in the tree. */

@@ -25,6 +25,7 @@ import { callerSpan } from "../services/Tracing.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { awaitDelegations, delegationInputOf, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
 import { agentSession, type AgentSessionOptions } from "../layers/AgentSession.js"
+import { warnPublicDoor } from "./DoorAccess.js"
 import { bindFailureMessage, type DoorPort } from "./DoorPort.js"
 import { exitWith } from "./Exit.js"
 import { reportLaunchFailure } from "./LaunchFailure.js"
@@ -153,6 +154,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
       } else {
         yield* Console.log(`capsule ${identity.capsule.name}@${identity.capsule.version} running at ${identity.url}`)
       }
+      yield* warnPublicDoor
       let taskId: string
       if (local !== undefined) {
         const acceptance = yield* runner.submit({

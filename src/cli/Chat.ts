@@ -11,8 +11,7 @@ import { Terminal } from "@effect/platform"
 import { Console, Deferred, Effect, Fiber, Option, Queue, Stream } from "effect"
 import { createInterface } from "node:readline"
 import { call, requireDoorUrl, type RetryPolicy, type WatchError } from "./DoorClient.js"
-import { DoorClientLive } from "../layers/DoorClient.js"
-import { authToken } from "./AuthToken.js"
+import { authToken, doorClientFor } from "./AuthToken.js"
 import { exitWith } from "./Exit.js"
 import { sendTurn, type TurnOutcome } from "./Send.js"
 import type { RenderOptions } from "./WatchRenderer.js"
@@ -133,6 +132,6 @@ export const chatCommand = Command.make("chat", { url, authToken }, (options) =>
     }).pipe(
       Effect.catchTag("WatchError", (error: WatchError) => Console.error(`chat: ${error.message}`).pipe(Effect.zipRight(exitWith(1))))
     )
-  }).pipe(Effect.provide(DoorClientLive(Option.getOrUndefined(options.authToken))))).pipe(
+  }).pipe(Effect.provide(doorClientFor(options.authToken)))).pipe(
     Command.withDescription("Chat with a door: each stdin line is a message (answers input-required prompts); /cancel cancels the running task, /quit ends. Example: chat 127.0.0.1:8080")
   )

@@ -14,7 +14,7 @@ import { mintId } from "../services/Ids.js"
 import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
 import { doorPort } from "./DoorPort.js"
 import { directoryFlag, existingArg, integerFlag, textFlag } from "./Flags.js"
-import { authToken } from "./AuthToken.js"
+import { authToken, resolveAuthToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 import { keepNewest } from "./Retention.js"
 
@@ -57,7 +57,7 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
         retainTerminal: 1000,
         workdir: Option.getOrUndefined(options.workdir),
         hostEnv: hostEnv.env,
-        authToken: Option.getOrUndefined(options.authToken),
+        authToken: Option.getOrUndefined(yield* resolveAuthToken(options.authToken)),
         task: Option.getOrUndefined(options.task),
         idleTimeoutSecs: options.idleTimeout,
         json: options.json

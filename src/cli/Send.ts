@@ -11,9 +11,8 @@
  */
 import { Args, Command } from "@effect/cli"
 import { HttpClient, HttpClientRequest, Terminal } from "@effect/platform"
-import { Console, Effect, Option, Stream } from "effect"
-import { DoorClientLive } from "../layers/DoorClient.js"
-import { authToken } from "./AuthToken.js"
+import { Console, Effect, Stream } from "effect"
+import { authToken, doorClientFor } from "./AuthToken.js"
 import { frameStatus, frameTask, follow, requireDoorUrl, type RetryPolicy, WatchError } from "./DoorClient.js"
 import { exitWith } from "./Exit.js"
 import { makeSseDecoder } from "./SseDecoder.js"
@@ -156,6 +155,6 @@ export const sendCommand = Command.make("send", { url, text, authToken }, (optio
       return yield* exitWith(exitCodeOf(outcome.state))
     }
   }).pipe(
-    Effect.provide(DoorClientLive(Option.getOrUndefined(options.authToken))),
+    Effect.provide(doorClientFor(options.authToken)),
     Effect.catchTag("WatchError", (error) => Console.error(`send: ${error.message}`).pipe(Effect.zipRight(exitWith(1))))
   )).pipe(Command.withDescription("Send one message to a door and print the streamed answer; exit 0 when the task completed, 1 failed/canceled/rejected, 3 input-required. Example: send 127.0.0.1:8080 \"hello\""))

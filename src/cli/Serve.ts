@@ -6,7 +6,8 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Either, Layer, Option } from "effect"
+import { type DoorCredentials, makeDoorCredentials } from "../http/DoorCredentials.js"
 import { HostEnvironment } from "../layers/Host.js"
 import { ScriptedSessionLive, type SessionOptions } from "../layers/Main.js"
 import { scriptSession } from "../layers/ScriptSession.js"
@@ -17,12 +18,18 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { agentSession } from "../layers/AgentSession.js"
 import { bindFailureMessage, type DoorPort, doorPort } from "./DoorPort.js"
 import { choiceFlag, directoryFlag, existingArg, integerFlag, textFlag } from "./Flags.js"
-import { authToken } from "./AuthToken.js"
+import { authToken, resolveAuthToken } from "./AuthToken.js"
+import { reloadOnHangup, warnPublicDoor } from "./DoorAccess.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
 import { keepNewest } from "./Retention.js"
 
 const dir = existingArg("dir", "directory", "A capsule directory (script or agent); without one, the built-in scripted capsule").pipe(Args.optional)
-const host = textFlag("host", "HOST", "Address to bind; without --auth-token keep it on loopback (default 127.0.0.1)").pipe(Options.withDefault("127.0.0.1"))
+const host = textFlag("host", "HOST", "Address to bind; without a token keep it on loopback (W-SEC-032) (default 127.0.0.1)").pipe(Options.withDefault("127.0.0.1"))
+const tokensFile = textFlag(
+  "auth-tokens-file",
+  "PATH",
+  "Named door tokens with scopes (mode 0600; docs/protocol.md, Authentication), re-read on SIGHUP"
+).pipe(Options.optional)
 const port = integerFlag("port", {
   min: 0,
   max: 65535,
@@ -59,9 +66,11 @@ const keepSessions = integerFlag("keep-sessions", {
 }).pipe(Options.withDefault(defaultKeepSessions))
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
 
-const announce = (json: boolean, extra: Record<string, string>) =>
+const announce = (json: boolean, extra: Record<string, string>, credentials: DoorCredentials) =>
   Effect.gen(function*() {
     const identity = yield* SessionIdentity
+    if (credentials.tokensFile !== undefined) yield* reloadOnHangup(credentials)
+    yield* warnPublicDoor
     if (json) {
       yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, ...extra }))
     } else {
@@ -71,12 +80,16 @@ const announce = (json: boolean, extra: Record<string, string>) =>
     }
     yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, session_id: identity.sessionId }))
     return yield* Effect.never
-  })
+  }).pipe(Effect.scoped)
 
 export const serveCommand = Command.make(
   "serve",
-  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, keepSessions, json, authToken },
-  (options) => {
+  { dir, host, port, acceptance, queueDepth, maxActive, maxBody, retain, retainBytes, replayBytes, maxWatchers, workdir, keepSessions, json, authToken, tokensFile },
+  (options) => Effect.gen(function*() {
+    const token = Option.getOrUndefined(yield* resolveAuthToken(options.authToken))
+    const made = makeDoorCredentials({ operatorToken: token, tokensFile: Option.getOrUndefined(options.tokensFile) })
+    if (Either.isLeft(made)) return yield* reportLaunchFailure(made.left.code, made.left.message, options.json)
+    const credentials = made.right
     const session: SessionOptions = {
       door: {
         host: options.host,
@@ -84,7 +97,8 @@ export const serveCommand = Command.make(
         acceptance: options.acceptance,
         maxBodyBytes: options.maxBody,
         maxWatchers: options.maxWatchers,
-        authToken: Option.getOrUndefined(options.authToken)
+        authToken: token,
+        credentials
       },
       registry: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
       eventLog: { capacityBytes: options.replayBytes }
@@ -92,13 +106,13 @@ export const serveCommand = Command.make(
     const bindFailure = (chosen: DoorPort) => (error: ServeError) =>
       reportLaunchFailure("E-RUN-010", bindFailureMessage(options.host, chosen, error), options.json)
     if (Option.isNone(options.dir)) {
-      return announce(options.json, {}).pipe(
+      return yield* announce(options.json, {}, credentials).pipe(
         Effect.provide(Layer.fresh(ScriptedSessionLive(session))),
         Effect.catchTag("ServeError", bindFailure(doorPort(options.port, undefined)))
       )
     }
     const directory = options.dir.value
-    return Effect.gen(function*() {
+    return yield* Effect.gen(function*() {
       const hostEnv = yield* HostEnvironment
       const loaded = yield* loadAnyProject(directory, hostEnv.env)
       const chosen = doorPort(options.port, loaded.project.manifest.network)
@@ -114,10 +128,11 @@ export const serveCommand = Command.make(
           limits: { retainBytes: options.retainBytes, replayBytes: options.replayBytes, maxWatchers: options.maxWatchers },
           workdir: Option.getOrUndefined(options.workdir),
           hostEnv: hostEnv.env,
-          authToken: Option.getOrUndefined(options.authToken)
+          authToken: token,
+          credentials
         })
         for (const warning of agent.warnings) yield* Console.error(warning)
-        return yield* announce(options.json, { workdir: agent.workdir }).pipe(
+        return yield* announce(options.json, { workdir: agent.workdir }, credentials).pipe(
           Effect.provide(Layer.fresh(agent.layer)),
           Effect.catchTags({
             ServeError: bindFailure(chosen),
@@ -133,7 +148,7 @@ export const serveCommand = Command.make(
         hostEnv: hostEnv.env
       })
       for (const warning of script.warnings) yield* Console.error(warning)
-      return yield* announce(options.json, { workdir: script.workdir }).pipe(
+      return yield* announce(options.json, { workdir: script.workdir }, credentials).pipe(
         Effect.provide(Layer.fresh(script.layer)),
         Effect.catchTags({
           ServeError: bindFailure(chosen),
@@ -141,5 +156,5 @@ export const serveCommand = Command.make(
         })
       )
     }).pipe((effect) => launching(effect, options.json, 1))
-  }
+  })
 ).pipe(Command.withDescription("Serve a capsule over the A2A door (the embedded scripted capsule without a directory)"))

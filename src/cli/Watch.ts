@@ -9,8 +9,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Terminal } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
 import { follow, requireDoorUrl, type RetryPolicy } from "./DoorClient.js"
-import { DoorClientLive } from "../layers/DoorClient.js"
-import { authToken } from "./AuthToken.js"
+import { authToken, doorClientFor } from "./AuthToken.js"
 import { exitWith } from "./Exit.js"
 import { integerFlag } from "./Flags.js"
 import { defaultRenderOptions, finish, initialState, jsonLine, render, type RenderOptions, type WatchFrame } from "./WatchRenderer.js"
@@ -73,7 +72,7 @@ export const watchCommand = Command.make("watch", { url, json, width, fullIds, l
       out: (text) => Effect.orDie(terminal.display(text)),
       notice: (line) => Console.error(line)
     }).pipe(
-      Effect.provide(DoorClientLive(Option.getOrUndefined(options.authToken))),
+      Effect.provide(doorClientFor(options.authToken)),
       Effect.catchTag("WatchError", (error) => Console.error(`watch: ${error.message}`).pipe(Effect.zipRight(exitWith(1))))
     )
   })).pipe(Command.withDescription("Follow a door's stream/watch and print its frames (status lines, streamed text, tool results)"))

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http"
 import type { Origin, Provenance, Trust } from "../services/Task.js"
+import type { Principal } from "./DoorScopes.js"
 import type { RpcId } from "./JsonRpc.js"
 
 export interface CallContext {
@@ -15,6 +16,8 @@ export interface CallContext {
   readonly a2a: boolean
   readonly lastEventId: number | undefined
   readonly provenance: Provenance
+  /** Who called (./DoorScopes.ts): what it may see of other principals' tasks and contexts. */
+  readonly principal: Principal
 }
 
 export const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {

@@ -16,8 +16,9 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { TracingEnabled } from "../services/Tracing.js"
-import { bearerCheck } from "./DoorAuth.js"
+import { bearerCheck, currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig, type DoorSettings } from "./DoorConfig.js"
+import { credentialsOf } from "./DoorCredentials.js"
 import { loggedApp, tracedApp } from "./DoorTracing.js"
 import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { makeRpcRoute } from "./RpcRoute.js"
@@ -75,16 +76,19 @@ export const makeRouter = Effect.gen(function*() {
     `{"error":"too_many_headers","message":"the request has more than ${config.maxHeadersCount} headers"}`,
     { status: 431, contentType: "application/json", headers: { connection: "close" } }
   )
-  const denied = bearerCheck(config.authToken)
+  const credentials = credentialsOf(config)
+  const check = bearerCheck(credentials)
   // Node drops headers past its count instead of refusing the request; refuse it here, before
   // any route acts on a request whose headers were cut. Then the bearer token, when one is set.
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (NodeHttpServerRequest.toIncomingMessage(request).rawHeaders.length / 2 > config.maxHeadersCount) return Effect.succeed(tooManyHeaders)
-    const refusal = denied(request)
-    if (refusal !== undefined) return Effect.succeed(refusal)
+    const principal = check(request)
+    if (!("scopes" in principal)) return Effect.succeed(principal)
     // The router cannot match a path it cannot percent-decode (`%ff`); under /resources/ that
     // is still the plane's to refuse (outside_root), not a bare 404.
-    return request.url.startsWith("/resources/") && !decodable(request.url) ? planeRoute : router
+    const route = request.url.startsWith("/resources/") && !decodable(request.url) ? planeRoute : router
+    // An open door's callers are all the default principal: no FiberRef change on its hot path.
+    return credentials.open ? route : Effect.locally(route, currentPrincipal, principal)
   })
 })
 

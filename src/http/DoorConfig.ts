@@ -5,6 +5,7 @@
  */
 import { Context, Layer, type Redacted } from "effect"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
+import type { DoorCredentials } from "./DoorCredentials.js"
 
 export interface DoorSettings {
   readonly host: string
@@ -28,6 +29,8 @@ export interface DoorSettings {
   readonly maxParamsDepth: number
   /** `--auth-token`: every request but the agent card needs `Authorization: Bearer` it (./DoorAuth.ts). */
   readonly authToken?: Redacted.Redacted<string> | undefined
+  /** The principals and their scopes (./DoorCredentials.ts); absent: made from `authToken` alone. */
+  readonly credentials?: DoorCredentials | undefined
 }
 
 export const defaultDoorSettings: DoorSettings = {

@@ -35,6 +35,9 @@ export class CompletionMisaddressed extends Schema.TaggedError<CompletionMisaddr
   addressed: Schema.optional(Schema.String)
 }) {}
 
+/** A message naming a `contextId` another principal created (./ContextOwners.ts): refused, not continued. */
+export class ContextNotOwned extends Schema.TaggedError<ContextNotOwned>()("ContextNotOwned", { contextId: Schema.String }) {}
+
 /** A streaming call while `limit` streams are open (`--max-watchers`). */
 export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Number }) {}
 
@@ -49,3 +52,4 @@ export type DoorError =
   | ContentTypeNotSupported
   | CompletionMisaddressed
   | TooManyStreams
+  | ContextNotOwned

@@ -45,6 +45,11 @@ export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure
       message: `Too many streams: this door serves at most ${e.limit} at once (--max-watchers); retry when one ends`,
       data: { limit: e.limit }
     }),
+    ContextNotOwned: (e) => ({
+      code: -32602,
+      message: `Invalid params: contextId ${e.contextId} belongs to another client; start a new context (omit contextId)`,
+      data: { error: "context_not_owned", contextId: e.contextId }
+    }),
     CompletionMisaddressed: (e) => ({
       code: -32004,
       message: `completion is addressed to session ${e.addressed ?? "<unaddressed>"}, which is not the session running here`

@@ -6,12 +6,14 @@ import { Effect, Either, Option, Stream } from "effect"
 import { EventLog, type LogItem } from "../services/EventLog.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
-import { TaskRegistry } from "../services/TaskRegistry.js"
+import { TaskNotFound, TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { a2aEncoder, a2aTask, endsA2aStream } from "./A2aWire.js"
 import type { CallContext } from "./CallContext.js"
+import { makeContextOwners } from "./ContextOwners.js"
 import { DoorConfig } from "./DoorConfig.js"
-import { InvalidParams, MethodNotFound, PushNotificationNotSupported, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
+import { ContextNotOwned, InvalidParams, MethodNotFound, PushNotificationNotSupported, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
+import { isAdmin } from "./DoorScopes.js"
 import { decodeSendParams, decodeTaskQuery, type SendRequest } from "./Params.js"
 import {
   referenceAck,
@@ -45,6 +47,24 @@ export const makeMethods = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
   const startsTasks = config.acceptance !== "none"
+  const owners = makeContextOwners()
+
+  /** A task of a context the caller does not own answers as if it did not exist (no oracle for ids). */
+  const visible = (call: CallContext, task: Task): Effect.Effect<Task, TaskNotFound> =>
+    owners.sees(call.principal, task.contextId) ? Effect.succeed(task) : Effect.fail(new TaskNotFound({ taskId: task.id }))
+  const lookup = (call: CallContext, taskId: string) => Effect.flatMap(registry.get(taskId), (task) => visible(call, task))
+
+  /**
+   * The context a new task may use: one the caller claims or already owns. A completion is
+   * delivered into the delegating task's context whoever owns it, and claims nothing.
+   */
+  const claimContext = (call: CallContext, contextId: string | undefined): Effect.Effect<void, ContextNotOwned> => {
+    if (contextId === undefined || call.provenance.origin === "completion") return Effect.void
+    return owners.claim(contextId, call.principal) ? Effect.void : Effect.fail(new ContextNotOwned({ contextId }))
+  }
+  const claimMinted = (call: CallContext, task: Task) => {
+    if (call.provenance.origin !== "completion") owners.claim(task.contextId, call.principal)
+  }
   /** Streaming is not declared on the card when no task can start (A2A: -32004, reference: -32601). */
   const streamingRefused = (call: CallContext) =>
     call.a2a || call.method === "tasks/resubscribe"
@@ -86,7 +106,7 @@ export const makeMethods = Effect.gen(function*() {
   const continuation = (call: CallContext, request: SendRequest) =>
     Effect.gen(function*() {
       if (request.taskId !== undefined) {
-        const task = yield* registry.get(request.taskId)
+        const task = yield* lookup(call, request.taskId)
         if (request.contextId !== undefined && request.contextId !== task.contextId) {
           return yield* new InvalidParams({ detail: `contextId ${request.contextId} does not match task ${task.id}` })
         }
@@ -100,7 +120,7 @@ export const makeMethods = Effect.gen(function*() {
       // (only one of its own dialect: an A2A client's task is answered by its taskId).
       const current = yield* registry.current()
       return Option.filter(current, (task) =>
-        task.state === "input-required" && task.dialect === "reference" &&
+        task.state === "input-required" && task.dialect === "reference" && owners.sees(call.principal, task.contextId) &&
         (request.contextId === undefined || request.contextId === task.contextId))
     })
 
@@ -115,6 +135,7 @@ export const makeMethods = Effect.gen(function*() {
         task = yield* runner.resume(target.value.id, request.message)
       } else {
         if (!startsTasks) return yield* new MethodNotFound({ method: call.method })
+        yield* claimContext(call, request.contextId)
         const acceptance = yield* runner.submit({
           message: request.message,
           ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
@@ -122,6 +143,7 @@ export const makeMethods = Effect.gen(function*() {
           dialect: a2a ? "a2a" : "reference"
         })
         task = acceptance.task
+        claimMinted(call, task)
       }
       if (request.blocking && !isTerminal(task.state)) task = yield* registry.awaitSettled(task.id)
       return json(encodeTask(task, a2a, request.historyLength))
@@ -146,38 +168,41 @@ export const makeMethods = Effect.gen(function*() {
         const task = yield* runner.resume(target.value.id, request.message)
         return sse(a2a ? a2aTaskStream(call, task, cursor) : referenceTaskStream(task.id, cursor))
       }
+      yield* claimContext(call, request.contextId)
       const acceptance = yield* runner.submit({
         message: request.message,
         ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
         provenance: call.provenance,
         dialect: call.a2a ? "a2a" : "reference"
       })
+      claimMinted(call, acceptance.task)
       if (acceptance._tag === "Rejected") {
         return sseOnly(call.a2a ? a2aEncoder(call.id).task(acceptance.task) : referenceRejected(acceptance.task))
       }
       return sse(call.a2a ? a2aTaskStream(call, acceptance.task, cursor) : referenceTaskStream(acceptance.task.id, cursor))
     })
 
-  /** The reference's `tasks/get` without an id: the active task. */
-  const getCurrent = Effect.gen(function*() {
-    const current = yield* registry.current()
-    const task = Option.isSome(current) ? current.value : yield* registry.get("")
-    return json(referenceTask(task))
-  })
+  /** The reference's `tasks/get` without an id: the active task, when the caller may see it. */
+  const getCurrent = (call: CallContext) =>
+    Effect.gen(function*() {
+      const current = Option.filter(yield* registry.current(), (task) => owners.sees(call.principal, task.contextId))
+      const task = Option.isSome(current) ? current.value : yield* registry.get("")
+      return json(referenceTask(task))
+    })
 
   // A hot method: no generator, one Effect (the lookup) on the usual path.
   const getTask: Method = (call) => {
     const query = decodeTaskQuery(call.params)
     if (Either.isLeft(query)) return Effect.fail(query.left)
     const { historyLength, id } = query.right
-    if (id === undefined) return call.a2a ? Effect.fail(new InvalidParams({ detail: "tasks/get requires an id" })) : getCurrent
-    return Effect.map(registry.get(id), (task) => json(encodeTask(task, call.a2a || task.dialect === "a2a", historyLength)))
+    if (id === undefined) return call.a2a ? Effect.fail(new InvalidParams({ detail: "tasks/get requires an id" })) : getCurrent(call)
+    return Effect.map(lookup(call, id), (task) => json(encodeTask(task, call.a2a || task.dialect === "a2a", historyLength)))
   }
 
   const cancelTask: Method = (call) =>
     Effect.gen(function*() {
       const { id } = yield* requireId(call.params, "tasks/cancel")
-      const known = yield* registry.get(id)
+      const known = yield* lookup(call, id)
       const a2a = call.a2a || known.dialect === "a2a"
       const outcome = yield* runner.cancel(id)
       switch (outcome._tag) {
@@ -196,7 +221,7 @@ export const makeMethods = Effect.gen(function*() {
       if (!startsTasks) return yield* streamingRefused(call)
       const { id } = yield* requireId(call.params, "tasks/resubscribe")
       const cursor = yield* log.lastId()
-      const task = yield* registry.get(id)
+      const task = yield* lookup(call, id)
       if (isTerminal(task.state)) {
         return yield* new UnsupportedOperation({ detail: `task ${id} is ${task.state}; there is nothing to resubscribe to` })
       }
@@ -224,14 +249,18 @@ export const makeMethods = Effect.gen(function*() {
     }
   }
 
-  const watch: Method = (call) =>
-    Effect.succeed(sse(sseStream({
+  const watch: Method = (call) => {
+    // Without `admin`, a watcher sees the frames of its own contexts only (gaps, lag and the close pass).
+    const all = isAdmin(call.principal)
+    return Effect.succeed(sse(sseStream({
       open: log.open({ after: call.lastEventId ?? 0 }),
       first: referenceAck(identity.capsule.conversationMode),
-      encode: (item) => referenceItem(item, true),
+      encode: (item) =>
+        all || item._tag !== "Frame" || owners.ownerOf(item.frame.contextId) === call.principal.name ? referenceItem(item, true) : undefined,
       ends: (item) => item._tag === "Closed",
       heartbeatMs: config.heartbeatMs
     })))
+  }
 
   const pushUnsupported: Method = (call) => Effect.fail(new PushNotificationNotSupported({ method: call.method }))
 
@@ -251,7 +280,11 @@ export const makeMethods = Effect.gen(function*() {
     ["tasks/pushNotificationConfig/get", pushUnsupported],
     ["tasks/pushNotificationConfig/list", pushUnsupported],
     ["tasks/pushNotificationConfig/delete", pushUnsupported],
-    ["agent/getAuthenticatedExtendedCard", () => Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card" }))]
+    // Declared by a door with tokens, for any principal it let in (as in the reference 0.5).
+    ["agent/getAuthenticatedExtendedCard", () =>
+      identity.card.supportsAuthenticatedExtendedCard
+        ? Effect.succeed(json(identity.card))
+        : Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card: it is open, and its public card is whole" }))]
   ])
   return table
 })

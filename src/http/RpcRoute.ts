@@ -7,12 +7,14 @@
 import type { IncomingHttpHeaders } from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Either } from "effect"
+import { Cause, Effect, Either, FiberRef } from "effect"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { type BodyOutcome, readBodyLater, readBodyNow } from "./Body.js"
 import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
+import { currentPrincipal, scopeChallenge, scopeMessage } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
+import { allows, type Principal, scopeOf } from "./DoorScopes.js"
 import { CompletionMisaddressed, InvalidParams, MethodNotFound, TooManyStreams } from "./DoorErrors.js"
 import { decodeRequest, encodeError, encodeResult, idOf, nestsDeeperThan, parseJson, type RpcId } from "./JsonRpc.js"
 import { makeMethods, type MethodResult, streamingMethods } from "./RpcMethods.js"
@@ -38,6 +40,20 @@ const taskStarting: ReadonlySet<string> = new Set(["message/send", "message/stre
 const errorResponse = (id: RpcId, error: RpcError, status = 200, headers?: Record<string, string>) =>
   jsonResponse(encodeError(id, error), status, headers)
 
+/**
+ * A known token without the method's scope: HTTP 403 with RFC 6750's challenge, and a JSON-RPC
+ * error whose data names the scope. Implementation-defined code, clear of A2A's -32001…-32009;
+ * 43 recalls HTTP 403.
+ */
+export const insufficientScopeCode = -32043
+
+const insufficientScope = (id: RpcId, principal: Principal, scope: string, method: string) =>
+  errorResponse(id, {
+    code: insufficientScopeCode,
+    message: `Forbidden: ${scopeMessage(principal, scope)}`,
+    data: { error: "insufficient_scope", scope, method, principal: principal.name }
+  }, 403, { "www-authenticate": scopeChallenge(scope) })
+
 export const makeRpcRoute = Effect.gen(function*() {
   const methods = yield* makeMethods
   const identity = yield* SessionIdentity
@@ -49,7 +65,8 @@ export const makeRpcRoute = Effect.gen(function*() {
   const answer = (
     request: HttpServerRequest.HttpServerRequest,
     headers: IncomingHttpHeaders,
-    body: BodyOutcome
+    body: BodyOutcome,
+    principal: Principal
   ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
     if (body._tag === "TooLarge") {
       return Effect.succeed(errorResponse(null, { code: -32600, message: `Invalid Request: the body exceeds ${body.limit} bytes` }, 413, {
@@ -72,6 +89,8 @@ export const makeRpcRoute = Effect.gen(function*() {
     const { id, method, params } = decoded.right
     const handler = methods.get(method)
     if (handler === undefined) return Effect.succeed(errorResponse(id, toRpcError(new MethodNotFound({ method }))))
+    const scope = scopeOf(method, provenance.origin)
+    if (scope !== undefined && !allows(principal, scope, method)) return Effect.succeed(insufficientScope(id, principal, scope, method))
     if (nestsDeeperThan(params, config.maxParamsDepth)) {
       return Effect.succeed(errorResponse(id, toRpcError(new InvalidParams({ detail: `params nest deeper than ${config.maxParamsDepth} levels` }))))
     }
@@ -91,7 +110,8 @@ export const makeRpcRoute = Effect.gen(function*() {
       params,
       a2a: speaksA2a(headers, params),
       lastEventId: parseLastEventId(header(headers, "last-event-id")),
-      provenance
+      provenance,
+      principal
     }
     // A completion that would start a task must prove it is its delegation's one completion.
     const run = provenance.origin === "completion" && taskStarting.has(method)
@@ -126,7 +146,7 @@ export const makeRpcRoute = Effect.gen(function*() {
 
   // Plain functions around one Effect per step that can wait (the body, the method): a request
   // whose body Node already holds is answered without a generator or an extra suspension.
-  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  return Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, FiberRef.get(currentPrincipal)), ([request, principal]) => {
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
     const headers = incoming.headers
     const contentType = header(headers, "content-type")
@@ -138,7 +158,7 @@ export const makeRpcRoute = Effect.gen(function*() {
     }
     const now = readBodyNow(incoming, config.maxBodyBytes)
     return now === undefined
-      ? Effect.flatMap(readBodyLater(incoming, config.maxBodyBytes), (body) => answer(request, headers, body))
-      : answer(request, headers, now)
+      ? Effect.flatMap(readBodyLater(incoming, config.maxBodyBytes), (body) => answer(request, headers, body, principal))
+      : answer(request, headers, now, principal)
   })
 })

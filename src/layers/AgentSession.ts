@@ -13,7 +13,7 @@
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
-import { Effect, Layer, type Redacted } from "effect"
+import { Effect, Either, Layer, type Redacted } from "effect"
 import { AgentCapsule, type Lineage } from "../agent/AgentCapsule.js"
 import { prepareAgent } from "../agent/AgentLaunch.js"
 import { DelegationLauncher, defaultRuntime } from "../agent/DelegationLauncher.js"
@@ -21,11 +21,14 @@ import { Conversations } from "../agent/Conversations.js"
 import { ExportPlanes } from "../agent/ExportPlanes.js"
 import { checkExportRoots, effectiveMaxTtl } from "../agent/PeerExport.js"
 import { deliverCompletions, ShellCompletions } from "../agent/ShellCompletions.js"
+import { credentialsOf, type DoorCredentials } from "../http/DoorCredentials.js"
 import { SessionLive, type SessionOptions } from "./Main.js"
 import { TelemetryLive } from "./Telemetry.js"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveTraceCapture, type Lifecycle } from "../sandbox/Manifest.js"
+import { parseAllowList } from "../sandbox/NetworkPolicy.js"
 import { Shell } from "../sandbox/Shell.js"
+import { makeShellEgress, ShellEgress } from "../sandbox/egress/ShellEgress.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../agent/Trace.js"
 
@@ -55,6 +58,8 @@ export interface AgentSessionOptions {
   readonly lineage?: Lineage | undefined
   /** The door's bearer token (`serve --auth-token`); none: the door is open. */
   readonly authToken?: Redacted.Redacted<string> | undefined
+  /** The door's principals (`serve --auth-tokens-file`); absent: made from `authToken` alone. */
+  readonly credentials?: DoorCredentials | undefined
   /** How a delegation starts this runtime; default `[node, dist/main.js]`. */
   readonly runtime?: ReadonlyArray<string>
   /** A delegated child's place in its chain (from `MURMUR_SPAWNER`); absent: the chain's first capsule. */
@@ -73,6 +78,8 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
     const maxTtlSecs = yield* effectiveMaxTtl(manifest.exports, prepared.lifecycle)
     yield* checkExportRoots(prepared.workdir, manifest.exports)
     const acceptance = options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue"
+    // Children get the `delegations` token (scope `complete`), never a token that can do more.
+    const credentials = credentialsOf(options)
     const session: SessionOptions = {
       sessionId: prepared.sessionId,
       door: {
@@ -81,6 +88,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
         acceptance,
         maxBodyBytes: options.maxBodyBytes,
         authToken: options.authToken,
+        credentials,
         ...(options.limits === undefined ? {} : { maxWatchers: options.limits.maxWatchers })
       },
       registry: {
@@ -106,10 +114,17 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       maxChildren: prepared.lifecycle.delegationMaxChildren,
       runtime: options.runtime ?? defaultRuntime(process.execPath),
       hostEnv: options.hostEnv,
-      doorToken: options.authToken
+      doorToken: credentials.completionToken
     }).pipe(Layer.provide(NodeContext.layer))
-    const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer()), Layer.provide(launcher))
     const trace = Trace.layer({ directory: prepared.sessionWorkdir, within: prepared.workdir, sessionId: prepared.sessionId, capture: effectiveTraceCapture(manifest) })
+    // Sealed commands reach network.allow through the session's proxy; each connection is a trace line.
+    const egressRules = Either.getOrElse(parseAllowList(manifest.capabilities.network?.allow ?? []), () => [])
+    const egress = prepared.shell.containment.tier !== "sealed" || egressRules.length === 0 ? Layer.empty : Layer.scoped(
+      ShellEgress,
+      Effect.flatMap(Trace, (written) =>
+        makeShellEgress({ rules: egressRules, record: (fields) => written.record("egress", undefined, fields).pipe(Effect.ignore) }))
+    ).pipe(Layer.provide(trace))
+    const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer().pipe(Layer.provide(egress))), Layer.provide(launcher))
     // The export planes are shared by the door (which serves them) and the capsule (share-file,
     // and the generation each finished task advances).
     const planes = ExportPlanes.layer({

@@ -32,6 +32,7 @@ export const CapsuleSessionLive = (directory: string, options: CapsuleSessionOpt
       port: door.port,
       maxBodyBytes: door.maxBodyBytes,
       authToken: door.authToken,
+      credentials: door.credentials,
       retainTerminal: options.registry?.retainTerminal ?? 1000,
       workdir: options.workdir,
       hostEnv: host.env

@@ -6,6 +6,7 @@
 import type { HttpApp } from "@effect/platform"
 import { Effect, Layer, type Scope } from "effect"
 import { DoorConfig, type DoorSettings, defaultDoorSettings } from "../http/DoorConfig.js"
+import { credentialsOf } from "../http/DoorCredentials.js"
 import { DoorLive, doorServerLayer, makeDoorApp } from "../http/Door.js"
 import type { Capsule } from "../services/Capsule.js"
 import { DoorAddress } from "../services/DoorAddress.js"
@@ -45,10 +46,12 @@ export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options
 
 /** Services, identity and door settings: a session short of its server (needs the `DoorAddress`). */
 const sessionCore = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: SessionOptions) => {
-  const settings: DoorSettings = { ...defaultDoorSettings, ...options.door }
+  const given: DoorSettings = { ...defaultDoorSettings, ...options.door }
+  // Made once here, so the door and whoever composed the session share one table.
+  const settings: DoorSettings = { ...given, credentials: credentialsOf(given) }
   const identity = SessionIdentity.layer({
     streaming: settings.acceptance !== "none",
-    bearer: settings.authToken !== undefined,
+    bearer: !settings.credentials!.open,
     sessionId: options.sessionId
   })
   return identity.pipe(

@@ -13,13 +13,15 @@
  * Enforced here: the allowlist, the cleared environment with credential stripping, the synthetic
  * `HOME`, cwd, the output cap, and the request's `containment` (../sandbox/containment/
  * ShellContainment.ts): sealed = bwrap with every namespace, a composed root, noexec workdir,
- * seccomp and rlimits; advisory = rlimits and pdeathsig. NOT enforced: cgroup v2 limits, an egress
- * proxy for `network.allow`, the workdir size budget. See docs/shell.md.
+ * seccomp and rlimits, and with `network.allow` egress only through the session's checking proxy
+ * (./egress/ShellEgress.ts, when the layer has one); advisory = rlimits and pdeathsig (and the
+ * host's network). NOT enforced: cgroup v2 limits, the workdir size budget. See docs/shell.md.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import type { Writable } from "node:stream"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, Layer, Option, Schema } from "effect"
 import { type CommandLine, containedCommand, type ShellContainment } from "./containment/ShellContainment.js"
+import { type EgressEndpoint, ShellEgress } from "./egress/ShellEgress.js"
 import type { ToolResultData } from "./GuestJob.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 import {
@@ -70,6 +72,8 @@ export interface ShellRequest {
   readonly graceSeconds?: number | undefined
   /** OS containment (src/sandbox/containment/ShellContainment.ts); absent = a plain spawn. */
   readonly containment?: ShellContainment | undefined
+  /** The task the call belongs to, named on the command's `egress` trace lines. */
+  readonly taskId?: string | undefined
 }
 
 export interface DetachedInfo {
@@ -194,6 +198,7 @@ const writeLog = (workdir: string, name: string, content: string) =>
 const makeShell = (config: ShellConfig) =>
   Effect.gen(function*() {
     const registry = yield* DetachedRegistry
+    const egress = yield* Effect.serviceOption(ShellEgress)
     const watchers = yield* FiberSet.make<void>()
     /** Detached commands still running, for the finalizer (a watcher may not have started yet). */
     const live = new Map<string, { readonly running: Running; readonly done: Deferred.Deferred<DetachedCompletion> }>()
@@ -289,6 +294,12 @@ const makeShell = (config: ShellConfig) =>
 
       return yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
+          // Sealed with network.allow: the command's own endpoint, closed when the command ends.
+          const endpoint: EgressEndpoint | undefined = request.containment?.tier === "sealed" && request.containment.egress && Option.isSome(egress)
+            ? yield* egress.value.open({ binary: request.binary, taskId: request.taskId ?? null }).pipe(
+              Effect.mapError((error) => new ShellError({ reason: "Setup", binary: request.binary, message: error.message }))
+            )
+            : undefined
           const line = request.containment === undefined
             ? { file: request.binary, args: argv, fds: [] }
             : containedCommand(request.containment, {
@@ -296,12 +307,17 @@ const makeShell = (config: ShellConfig) =>
               argv,
               workdir: request.workdir,
               allow: request.allow,
-              path: env.PATH
+              path: env.PATH,
+              egress: endpoint?.socketPath
             })
           if (line === undefined) {
+            endpoint?.close()
             return yield* new ShellError({ reason: "Spawn", binary: request.binary, message: `spawn ${request.binary} ENOENT` })
           }
-          const running = yield* spawnChild(request.binary, line, env, request.workdir)
+          const running = yield* spawnChild(request.binary, line, endpoint === undefined ? env : { ...env, ...endpoint.env }, request.workdir).pipe(
+            Effect.tapError(() => Effect.sync(() => endpoint?.close()))
+          )
+          if (endpoint !== undefined) running.proc.once("close", endpoint.close)
           const foreground = graceMs === undefined
             ? Effect.asSome(Deferred.await(running.closed))
             : Deferred.await(running.exited).pipe(

@@ -1,7 +1,11 @@
 /**
- * The agent card: a complete A2A 0.3 card (all nine required fields, an absolute `url`, honest
+ * The agent cards: a complete A2A 0.3 card (all nine required fields, an absolute `url`, honest
  * capabilities) that keeps the reference's own fields (`session_id`, `capabilities.tools`,
- * `shell`, `network`, `streaming`) so the reference's clients still read it.
+ * `shell`, `network`) and has one skill per tool. A door with tokens serves it only as the
+ * authenticated extended card (`agent/getAuthenticatedExtendedCard`, as the reference 0.5 does);
+ * its public card (the well-known paths, read without a token) says what the agent is and how to
+ * call it, and nothing of its session or grants. An open door has nothing to hold back from a
+ * card: anyone can call it, so its public card stays whole (the reference's `W-SEC-032` says so).
  */
 import type { CapsuleInfo } from "./Capsule.js"
 
@@ -59,9 +63,24 @@ export const makeAgentCard = (options: {
         security: [{ bearer: [] as Array<string> }]
       }
       : {}),
-    supportsAuthenticatedExtendedCard: false,
+    // Only a door with tokens keeps anything from its public card; an open door's card is whole.
+    supportsAuthenticatedExtendedCard: options.bearer === true,
     session_id: options.sessionId
   }
 }
 
 export type AgentCard = ReturnType<typeof makeAgentCard>
+
+/** The card anyone may read: the extended card without the session id, the tools (as skills too) and the grants. */
+export const publicCard = (card: AgentCard) => {
+  const { session_id: _sessionId, capabilities, skills: _skills, ...rest } = card
+  const { network: _network, shell: _shell, tools: _tools, extensions, ...kept } = capabilities
+  return {
+    ...rest,
+    capabilities: {
+      ...kept,
+      extensions: extensions.map(({ params, ...extension }) => ({ ...extension, params: { methods: params.methods } }))
+    },
+    skills: [{ id: "task", name: card.name, description: card.description, tags: ["capsule"] }]
+  }
+}

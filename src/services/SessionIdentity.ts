@@ -3,7 +3,7 @@
  * agent card built from them once, at start, and served verbatim afterwards.
  */
 import { Context, Effect, Layer } from "effect"
-import { type AgentCard, makeAgentCard } from "./AgentCard.js"
+import { type AgentCard, makeAgentCard, publicCard } from "./AgentCard.js"
 import { Capsule, type CapsuleInfo } from "./Capsule.js"
 import { DoorAddress } from "./DoorAddress.js"
 import { mintId } from "./Ids.js"
@@ -13,8 +13,9 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   readonly capsule: CapsuleInfo
   /** Absolute `http://host:port/`. */
   readonly url: string
+  /** The whole card: a door with tokens serves it as the authenticated extended card. */
   readonly card: AgentCard
-  /** The card serialised once. */
+  /** The public card (the well-known paths), serialised once: with tokens, without session id, tools or grants. */
   readonly cardJson: string
 }>() {
   /** The card's `url` is the `DoorAddress`; `streaming` is false when no task can start. */
@@ -32,7 +33,7 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
         const { url } = yield* DoorAddress
         const sessionId = options.sessionId ?? mintId("ses")
         const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer })
-        return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(card) })
+        return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(options.bearer === true ? publicCard(card) : card) })
       })
     )
 }

@@ -93,6 +93,14 @@ const CASES: ReadonlyArray<Case> = [
     evidence: (e) => e.tcpAccepted() > 0
   },
   {
+    // The capsule's network.allow names one unrelated host: the egress proxy exists, and refuses
+    // this (its 200 would be the escape; the listener's count is the direct-connect case's evidence).
+    id: "proxy-to-unlisted-host",
+    tool: "perl",
+    command: (p) =>
+      `-e 'socket(S,2,1,0) or die "socket: $!"; connect(S, ${sockaddrIn(3128)}) or die "no proxy: $!"; syswrite(S, "CONNECT 127.0.0.1:${p.tcp} HTTP/1.1\\r\\n\\r\\n"); sysread(S, $r, 200); print "got=$r"; print ${PL_MARK} if $r =~ m{^HTTP/1.1 200}'`
+  },
+  {
     id: "udp-exfiltration",
     tool: "perl",
     command: (p) => `-e 'socket(S,2,2,0) or die "socket: $!"; send(S, "exfil", 0, ${sockaddrIn(p.udp)}); select(undef,undef,undef,0.2)'`,
@@ -209,6 +217,7 @@ const runTier = async (tier: Tier): Promise<SuiteRun> => {
     },
     capabilities: `  shell:\n    allow: [${ALLOW.join(", ")}]\n` +
       "  filesystem:\n    read_only: [protected]\n" +
+      "  network:\n    allow: [\"example.invalid:443\"]\n" +
       "  resources:\n    max_processes: 32\n    max_open_files: 64\n    max_file_size_bytes: 1048576\n    memory_bytes: 268435456\n"
   })
   const workdir = join(dir, "wd")
@@ -292,6 +301,8 @@ const ADVISORY_EXPECTED: Record<string, Verdict> = {
   "mknod-block-device-in-workdir": "contained",
   "exec-renamed-disallowed-binary": "escaped",
   "connect-unlisted-tcp-host": "escaped",
+  // No proxy on this tier (nothing listens on 127.0.0.1:3128): its network is the host's, as the case above shows.
+  "proxy-to-unlisted-host": "contained",
   "udp-exfiltration": "escaped",
   // Probe not reached (ENOENT from this runtime's process although the test's listener is up): not evidence of containment.
   "abstract-unix-socket-connect": "contained",

@@ -32,9 +32,7 @@ const tierWarnings = (caps: Capabilities, host: HostTier): Array<string> => {
     if ((caps.filesystem?.readOnly.length ?? 0) > 0) warnings.push(W("capabilities.filesystem.read_only", "binds WASM guests only: shell commands can still write there without the sealed tier"))
     return warnings
   }
-  if ((caps.network?.allow.length ?? 0) > 0) {
-    warnings.push(W("capabilities.network.allow", "does not reach shell commands: they run in a network namespace of their own with no network, since this runtime has no egress proxy that enforces the allowlist for subprocesses"))
-  }
+  // Sealed: network.allow reaches commands through the runtime's checking proxy (../egress/).
   return warnings
 }
 

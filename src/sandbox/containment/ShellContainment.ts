@@ -3,9 +3,11 @@
  * host probe and the manifest), the program line a command runs under (`containedCommand`), and
  * what that line really applies (`appliedContainment`), so a trace never claims more than ran.
  *
- * Sealed: `prlimit <rlimits> -- bwrap <namespaces, composed root> -- /.murmur-exec <seccomp fd>
- * <noexec mounts> -- <program> <argv>`. Every namespace is unshared (network included: nothing
- * enforces `network.allow` for subprocesses, so they get none), the root holds only the allowlisted
+ * Sealed: `prlimit <rlimits> -- bwrap <namespaces, composed root> -- [/.murmur-relay 3128
+ * /.murmur-egress 6 --] /.murmur-exec <seccomp fd> <noexec mounts> -- <program> <argv>`. Every
+ * namespace is unshared (network included: a command has only its own loopback, where with
+ * `network.allow` the relay (./EgressRelay.ts) carries its proxy connections to the runtime's
+ * checking proxy, ../egress/EgressProxy.ts), the root holds only the allowlisted
  * binaries and their library closure read-only, the workdir read-write at its host path, the
  * `filesystem.read_only` subtrees read-only over it, a private `/tmp`, `/proc` (own pid namespace)
  * and a minimal `/dev`; the root itself is read-only. bwrap's `--die-with-parent` plus the pid
@@ -20,6 +22,7 @@ import { accessSync, constants, existsSync, realpathSync, statSync } from "node:
 import { delimiter, isAbsolute, join, relative, resolve } from "node:path"
 import type { Capabilities, ResourceCapabilities, ShellCapabilities } from "../manifest/Capabilities.js"
 import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
+import { EGRESS_PORT, EGRESS_SOCKET_PATH, RELAY_PATH, relayBytes } from "./EgressRelay.js"
 import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
 import { executableOnPath, type HostTier, SYSTEM_DIRS } from "./HostProbe.js"
 import { liveProcessCount, prlimitArgs, rlimitsFor } from "./Resources.js"
@@ -34,6 +37,8 @@ export interface SealedShell {
   readonly readOnly: ReadonlyArray<string>
   readonly workdirExec: boolean
   readonly unixSockets: boolean
+  /** `network.allow` is not empty: a command given an egress socket gets the relay and proxy. */
+  readonly egress: boolean
   readonly resources: ResourceCapabilities
   readonly interpreterRuntime: (typeof ShellCapabilities.Type)["interpreterRuntime"]
   readonly stagedRuntime: (typeof ShellCapabilities.Type)["stagedRuntime"]
@@ -66,6 +71,7 @@ export type Mechanism =
   | "seccomp"
   | "noexec-scratch"
   | "noexec-workdir"
+  | "egress-proxy"
 
 /** A util-linux helper: on `PATH`, else in the system directories. */
 const helper = (name: string, path: string | undefined): string | undefined => executableOnPath(name, path, SYSTEM_DIRS)
@@ -89,6 +95,7 @@ export const shellContainment = (
     readOnly: capabilities?.filesystem?.readOnly ?? [],
     workdirExec: capabilities?.filesystem?.workdirExec ?? false,
     unixSockets: capabilities?.network?.unixSockets ?? false,
+    egress: (capabilities?.network?.allow.length ?? 0) > 0,
     resources,
     interpreterRuntime: capabilities?.shell?.interpreterRuntime ?? [],
     stagedRuntime: capabilities?.shell?.stagedRuntime ?? []
@@ -111,7 +118,8 @@ export const appliedContainment = (containment: ShellContainment): ReadonlyArray
     "no-new-privs",
     "seccomp",
     "noexec-scratch",
-    ...(containment.workdirExec ? [] : ["noexec-workdir" as const])
+    ...(containment.workdirExec ? [] : ["noexec-workdir" as const]),
+    ...(containment.egress ? ["egress-proxy" as const] : [])
   ]
 }
 
@@ -131,6 +139,8 @@ export interface CommandInput {
   readonly allow: ReadonlyArray<string>
   /** The command environment's `PATH`. */
   readonly path: string | undefined
+  /** Host path of the command's egress proxy socket (../egress/ShellEgress.ts); absent: no egress. */
+  readonly egress?: string | undefined
 }
 
 /** Where `name` is found on `path`, unresolved (a symlink stays a symlink), else undefined. */
@@ -192,6 +202,8 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   }
   if (!containment.workdirExec) noexec.push(...workdirMounts)
   root.push("--perms", "0555", "--ro-bind-data", "3", LAUNCHER_PATH)
+  const egress = containment.egress ? input.egress : undefined
+  if (egress !== undefined) root.push("--perms", "0555", "--ro-bind-data", "5", RELAY_PATH, "--ro-bind", egress, EGRESS_SOCKET_PATH)
   root.push("--remount-ro", "/")
   const bwrapArgs = [
     "--unshare-all",
@@ -210,6 +222,7 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
     "--chdir",
     input.workdir,
     "--",
+    ...(egress === undefined ? [] : [RELAY_PATH, String(EGRESS_PORT), EGRESS_SOCKET_PATH, "6", "--"]),
     LAUNCHER_PATH,
     "4",
     ...noexec,
@@ -218,6 +231,8 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
     ...input.argv
   ]
   const fds = [launcherBytes(), seccompProgram({ unixSockets: containment.unixSockets })]
+  // The relay's own program lets it make the AF_UNIX socket it connects to the runtime with.
+  if (egress !== undefined) fds.push(relayBytes(), seccompProgram({ unixSockets: true }))
   if (containment.prlimit === undefined) return { file: containment.bwrap, args: bwrapArgs, fds }
   const limits = rlimitsFor(containment.resources, liveProcessCount(uid))
   return { file: containment.prlimit, args: [...prlimitArgs(limits), "--", containment.bwrap, ...bwrapArgs], fds }

@@ -29,7 +29,7 @@ const allowList = (description: string) => ({ allow: strings({ description }) })
 
 export const CapabilitiesDocument = Schema.Struct({
   network: section({
-    allow: strings({ description: "Destinations guests may reach over wasi:http and peer messages: `host`, `host:port`, `*.domain` or a URL origin. An empty entry is E-CAP-001.", default: [] }),
+    allow: strings({ description: "Destinations guests may reach over wasi:http and peer messages, and sealed shell commands through the runtime's egress proxy: `host`, `host:port`, `*.domain` or a URL origin. An empty entry is E-CAP-001.", default: [] }),
     unix_sockets: flag({ description: "Let shell commands open Unix sockets (the seccomp filter refuses AF_UNIX otherwise).", default: false })
   }, { description: "Outgoing network. Absent: no network at all." }),
   peer_fetch: section(allowList("Peers (`host[:port]` or `http(s)://host[:port]`) the fetch-peer-file tool may fetch from."), {

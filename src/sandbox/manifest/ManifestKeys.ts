@@ -45,7 +45,7 @@ const ENTRY_CAPABILITIES: Readonly<Record<string, Disposition>> = {
 const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "": enforced("src/sandbox/Grants.ts"),
   "network": enforced("src/sandbox/Grants.ts"),
-  "network.allow[]": enforced("src/sandbox/worker/WasiImports.ts (wasi:http allowlist), src/sandbox/PeerMessage.ts"),
+  "network.allow[]": enforced("src/sandbox/worker/WasiImports.ts (wasi:http allowlist), src/sandbox/PeerMessage.ts, src/sandbox/egress/ (sealed shell egress)"),
   "network.unix_sockets": enforced("src/sandbox/containment (seccomp refuses AF_UNIX unless true)"),
   "peer_fetch": enforced("src/agent/PeerTools.ts (fetch-peer-file is offered)"),
   "peer_fetch.allow[]": enforced("src/agent/PeerTools.ts (a peer outside it is refused before any connection)"),
