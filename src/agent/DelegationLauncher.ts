@@ -25,7 +25,7 @@
  */
 import { Command, type CommandExecutor } from "@effect/platform"
 import { randomBytes } from "node:crypto"
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Redacted, Schema, Stream } from "effect"
@@ -174,6 +174,30 @@ export const childEnvironment = (hostEnv: Readonly<Record<string, string | undef
 
 const viaProc = existsSync("/proc/self/fd")
 
+const ANCHORS = "murmur-delegations-"
+
+/**
+ * Removes the link directories of runtimes that are gone (a parent killed with SIGKILL runs no
+ * finalizer): each is named after its process, and only this user's are touched.
+ */
+const sweepAnchors = () => {
+  try {
+    for (const name of readdirSync(tmpdir())) {
+      const pid = new RegExp(`^${ANCHORS}(\\d+)-`).exec(name)?.[1]
+      if (pid === undefined || Number(pid) === process.pid) continue
+      const path = join(tmpdir(), name)
+      if (lstatSync(path).uid !== process.getuid?.()) continue
+      try {
+        process.kill(Number(pid), 0)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ESRCH") rmSync(path, { recursive: true, force: true })
+      }
+    }
+  } catch {
+    // a tmpdir that cannot be listed leaves old directories, nothing worse
+  }
+}
+
 const make = (options: LauncherOptions) =>
   Effect.gen(function*() {
     const tracker = yield* DelegationTracker
@@ -184,7 +208,11 @@ const make = (options: LauncherOptions) =>
     // Only this process writes here (mode 0700): each child's workdir path is a link in it to the
     // descriptor the launcher holds, so nothing in the parent's workdir can redirect it.
     const anchors = yield* Effect.acquireRelease(
-      Effect.sync(() => (viaProc ? mkdtempSync(join(tmpdir(), "murmur-delegations-")) : undefined)),
+      Effect.sync(() => {
+        if (!viaProc) return undefined
+        sweepAnchors()
+        return mkdtempSync(join(tmpdir(), `${ANCHORS}${process.pid}-`))
+      }),
       (directory) => Effect.sync(() => directory === undefined || rmSync(directory, { recursive: true, force: true }))
     )
     // Counted when a launch begins, released when its child's life ends: a burst of calls in

@@ -337,6 +337,11 @@ describe("delegate-task, end to end", () => {
     await parentRun.exit
     await until("the child to be gone", () => (alive(pid) ? undefined : true), 8000)
     await until("the child's group to be gone", () => (groupMembers(pid) === "" ? true : undefined), 8000)
+    // The killed parent's directory of workdir links is left behind; the next delegating session sweeps it.
+    const leftovers = () => readdirSync(tmpdir()).filter((name) => name.startsWith(`murmur-delegations-${parentRun.proc.pid}-`))
+    expect(leftovers()).toHaveLength(1)
+    expect(await run(join(base, "parent"), "bad").exit).toBe(0)
+    expect(leftovers()).toEqual([])
   }, 60000)
 })
 
