@@ -5,8 +5,7 @@
  * session, a status word, a duration and paths; never the child's output, which stays in its
  * result file for the parent to read (or not) with its own tools.
  */
-import { mkdirSync, readFileSync, renameSync } from "node:fs"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 import { Effect } from "effect"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import { mintId } from "../services/Ids.js"
@@ -49,18 +48,27 @@ export const outcomeText = (outcome: DelegationOutcome): string =>
     ...(outcome.detail === undefined ? [] : [`detail: ${outcome.detail}`])
   ].join("\n")
 
-export const writeCompletionFile = (directory: string, outcome: DelegationOutcome) => {
-  // Written whole then renamed: a launcher reading it never sees half a record.
-  mkdirSync(directory, { recursive: true })
-  const path = join(directory, COMPLETION_FILE)
-  // Never through a link planted at the temporary name; the rename replaces a link, never follows it.
-  WorkdirFs.write(directory, `${COMPLETION_FILE}.tmp`, `${JSON.stringify(outcome, null, 2)}\n`)
-  renameSync(`${path}.tmp`, path)
+/**
+ * Where a session's records are (its `trace.jsonl`, its `completion.json`): `directory`, reached
+ * from `within` without following a link (../sandbox/WorkdirFs.ts), as the trace is.
+ */
+export interface RecordsPlace {
+  readonly within: string
+  readonly directory: string
 }
 
-export const readCompletionFile = (directory: string): DelegationOutcome | undefined => {
+const completionPath = (place: RecordsPlace) => join(relative(place.within, place.directory), COMPLETION_FILE)
+
+/** Writes the record whole (renamed into place), never through a link; a refused path throws. */
+export const writeCompletionFile = (place: RecordsPlace, outcome: DelegationOutcome): void =>
+  WorkdirFs.replace(place.within, completionPath(place), `${JSON.stringify(outcome, null, 2)}\n`)
+
+/** The record, when there is a readable one; a link where it should be reads as none. */
+export const readCompletionFile = (place: RecordsPlace): DelegationOutcome | undefined => {
   try {
-    const parsed = JSON.parse(readFileSync(join(directory, COMPLETION_FILE), "utf8")) as DelegationOutcome
+    const text = WorkdirFs.read(place.within, completionPath(place))
+    if (text === undefined) return undefined
+    const parsed = JSON.parse(text) as DelegationOutcome
     return typeof parsed.delegation_id === "string" && typeof parsed.status === "string" ? parsed : undefined
   } catch {
     return undefined
@@ -77,6 +85,8 @@ export interface CompletionTarget {
   readonly trust: Trust
   /** The parent door's bearer token, when it has one (`serve --auth-token`). */
   readonly token?: string | undefined
+  /** The delegation's completion secret (the parent's door refuses a completion without it). */
+  readonly secret?: string | undefined
 }
 
 export type Delivery =
@@ -107,6 +117,7 @@ const attempt = async (target: CompletionTarget, text: string, traceHeaders: Rea
         "x-murmur-task-trust": target.trust,
         "x-murmur-delegation-id": target.delegationId,
         "x-murmur-completion-session": target.parentSessionId,
+        ...(target.secret === undefined ? {} : { "x-murmur-completion-secret": target.secret }),
         ...(target.token === undefined ? {} : { authorization: `Bearer ${target.token}` })
       },
       body: JSON.stringify(body)
@@ -130,13 +141,18 @@ export const postCompletion = (target: CompletionTarget, text: string): Effect.E
     return attempt(target, text, traceHeaders)
   }))
 
-/** Delivers an outcome and records it, delivery included. */
-export const deliverOutcome = (target: CompletionTarget | undefined, directory: string, outcome: DelegationOutcome) =>
+/**
+ * Delivers an outcome and records it, delivery included. A record that cannot be written (a
+ * link planted where it goes) is logged, never fatal: the delivery has happened either way.
+ */
+export const deliverOutcome = (target: CompletionTarget | undefined, place: RecordsPlace, outcome: DelegationOutcome) =>
   Effect.gen(function*() {
     const delivery: Delivery = target === undefined ? { delivered: false, error: "the spawner asked for no completion" } : yield* postCompletion(target, outcomeText(outcome))
     const recorded: DelegationOutcome = delivery.delivered
       ? { ...outcome, delivered: true, ...(delivery.taskId === undefined ? {} : { completion_task_id: delivery.taskId }) }
       : { ...outcome, delivered: false, delivery_error: delivery.error }
-    yield* Effect.sync(() => writeCompletionFile(directory, recorded))
+    yield* Effect.try(() => writeCompletionFile(place, recorded)).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`${COMPLETION_FILE} of ${outcome.delegation_id} not written: ${error.error instanceof Error ? error.error.message : String(error.error)}`))
+    )
     return recorded
   })

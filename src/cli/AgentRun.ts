@@ -12,7 +12,7 @@
  */
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { Console, Duration, Effect, Either, Layer, Option } from "effect"
+import { Console, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
 import { effectiveLifecycle, receivesBackgroundTasks } from "../sandbox/manifest/Lifecycle.js"
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
@@ -23,7 +23,7 @@ import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { callerSpan } from "../services/Tracing.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
-import { awaitDelegations, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
+import { awaitDelegations, delegationInputOf, reportToSpawner, spawnerOf } from "./DelegatedRun.js"
 import { agentSession, type AgentSessionOptions } from "../layers/AgentSession.js"
 import { warnPublicDoor } from "./DoorAccess.js"
 import { bindFailureMessage, type DoorPort } from "./DoorPort.js"
@@ -39,8 +39,6 @@ export interface AgentRunOptions extends Omit<AgentSessionOptions, "acceptance">
   readonly json: boolean
   /** Where `port` came from (`--port`, `network.internal_port`), named when it cannot be bound. */
   readonly portSource?: DoorPort["source"] | undefined
-  /** The parent door's bearer token, for a delegated child's completion. */
-  readonly spawnerToken?: string | undefined
 }
 
 /** `--task`, else `<workdir>/task.md` when it exists. */
@@ -95,9 +93,15 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
     const spawner = spawnerOf(options.hostEnv)
     if (Either.isLeft(spawner)) return yield* reportLaunchFailure("E-RUN-020", spawner.left, options.json)
     const handle = spawner.right
+    const delegated = yield* delegationInputOf(handle, process.stdin)
+    if (Either.isLeft(delegated)) return yield* reportLaunchFailure("E-RUN-020", delegated.left, options.json)
+    const input = delegated.right
     const startedAtMs = Date.now()
     const agent = yield* agentSession(project, {
       ...options,
+      // A delegated child's door asks for its parent's token, as the parent's does.
+      authToken: options.authToken ?? (input?.token === undefined ? undefined : Redacted.make(input.token)),
+      ...(handle === undefined ? {} : { spawnDepth: { depth: handle.depth ?? 1, maxDepth: handle.maxDepth } }),
       acceptance: { door, registry: door === "queue" ? "queue" : "single" },
       lineage: handle === undefined ? undefined : { spawnedBy: handle.sessionId, delegationId: handle.delegationId }
     })
@@ -130,7 +134,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         // A signal ends a sleeping run by interruption, which carries no status of its own.
         if (!ok) process.exitCode = 1
       })
-    const read = yield* Effect.either(localTask(options.task, workdir))
+    const read = yield* Effect.either(localTask(input?.task ?? options.task, workdir))
     if (Either.isLeft(read)) return yield* reportLaunchFailure("E-RUN-002", read.left.message, options.json, workdir)
     const local = read.right
     if (local === undefined && door === "none") {
@@ -223,8 +227,9 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions) =>
         sessionId: options.sessionId,
         workdir,
         records,
+        capsuleDirectory: project.directory,
         startedAtMs
-      }, outcome.task, existsSync(resultPath) ? resultPath : undefined, options.spawnerToken).pipe(continueTrace)
+      }, outcome.task, existsSync(resultPath) ? resultPath : undefined, input).pipe(continueTrace)
     }
     if (outcome.task.state !== "completed") return yield* exitWith(1)
   })

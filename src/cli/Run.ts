@@ -57,7 +57,6 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
         retainTerminal: 1000,
         workdir: Option.getOrUndefined(options.workdir),
         hostEnv: hostEnv.env,
-        spawnerToken: hostEnv.spawnerToken,
         authToken: Option.getOrUndefined(yield* resolveAuthToken(options.authToken)),
         task: Option.getOrUndefined(options.task),
         idleTimeoutSecs: options.idleTimeout,

@@ -3,6 +3,7 @@
  * (conformance checks look for their keywords) or the reference's exact texts where it has one.
  */
 import { Match } from "effect"
+import type { CompletionRefused } from "../services/DelegationTracker.js"
 import type { TaskNotAcceptingInput } from "../services/TaskRunner.js"
 import type { TaskNotFound } from "../services/TaskRegistry.js"
 import type { DoorError } from "./DoorErrors.js"
@@ -13,7 +14,7 @@ export interface RpcError {
   readonly data?: unknown
 }
 
-export type RpcFailure = DoorError | TaskNotFound | TaskNotAcceptingInput
+export type RpcFailure = DoorError | TaskNotFound | TaskNotAcceptingInput | CompletionRefused
 
 export const internalError: RpcError = { code: -32603, message: "Internal error" }
 
@@ -52,6 +53,7 @@ export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure
     CompletionMisaddressed: (e) => ({
       code: -32004,
       message: `completion is addressed to session ${e.addressed ?? "<unaddressed>"}, which is not the session running here`
-    })
+    }),
+    CompletionRefused: (e) => ({ code: -32004, message: e.message })
   })
 )

@@ -1,5 +1,5 @@
 /**
- * `POST /`: body (with its limit), completion addressing, envelope, dispatch, and the answer.
+ * `POST /`: body (with its limit), completion addressing and proof, envelope, dispatch, and the answer.
  * Every outcome is a well-formed response: JSON-RPC answers use HTTP 200, transport problems
  * (oversized body, wrong media type) their HTTP status with a JSON-RPC error body. Before a
  * method runs, its params' nesting is bounded and a streaming call takes a stream slot.
@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Either, FiberRef } from "effect"
+import { DelegationTracker } from "../services/DelegationTracker.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { type BodyOutcome, readBodyLater, readBodyNow } from "./Body.js"
 import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
@@ -16,7 +17,7 @@ import { DoorConfig } from "./DoorConfig.js"
 import { allows, type Principal, scopeOf } from "./DoorScopes.js"
 import { CompletionMisaddressed, InvalidParams, MethodNotFound, TooManyStreams } from "./DoorErrors.js"
 import { decodeRequest, encodeError, encodeResult, idOf, nestsDeeperThan, parseJson, type RpcId } from "./JsonRpc.js"
-import { makeMethods, streamingMethods } from "./RpcMethods.js"
+import { makeMethods, type MethodResult, streamingMethods } from "./RpcMethods.js"
 import { internalError, type RpcError, toRpcError } from "./RpcErrors.js"
 import { sseHeaders } from "./Sse.js"
 import { makeStreamSlots } from "./StreamSlots.js"
@@ -32,6 +33,9 @@ const jsonResponse = (body: string, status = 200, headers?: Record<string, strin
     contentLength: Buffer.byteLength(body),
     ...(headers === undefined ? {} : { headers })
   })
+
+/** The methods that start a task (and so turn a completion into one). */
+const taskStarting: ReadonlySet<string> = new Set(["message/send", "message/stream"])
 
 const errorResponse = (id: RpcId, error: RpcError, status = 200, headers?: Record<string, string>) =>
   jsonResponse(encodeError(id, error), status, headers)
@@ -54,6 +58,7 @@ export const makeRpcRoute = Effect.gen(function*() {
   const methods = yield* makeMethods
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
+  const delegations = yield* DelegationTracker
   const slots = makeStreamSlots(config.maxWatchers)
 
   /** What a fully read body is answered: envelope, checks, dispatch and encoding. */
@@ -108,7 +113,11 @@ export const makeRpcRoute = Effect.gen(function*() {
       provenance,
       principal
     }
-    return Effect.matchCauseEffect(handler(call), {
+    // A completion that would start a task must prove it is its delegation's one completion.
+    const run = provenance.origin === "completion" && taskStarting.has(method)
+      ? completing(provenance.delegationId, header(headers, "x-murmur-completion-secret")?.trim(), handler(call))
+      : handler(call)
+    return Effect.matchCauseEffect(run, {
       onSuccess: (outcome) =>
         Effect.succeed(
           outcome._tag === "Json"
@@ -124,6 +133,16 @@ export const makeRpcRoute = Effect.gen(function*() {
       }
     })
   }
+
+  /** Claims the delegation's completion around `started`; it counts once a task exists. */
+  const completing = <E, R>(delegationId: string | undefined, secret: string | undefined, started: Effect.Effect<MethodResult, E, R>) =>
+    Effect.flatMap(delegations.claim(delegationId, secret), () =>
+      Effect.onExit(started, (exit) => {
+        const outcome = exit._tag === "Success" ? exit.value : undefined
+        const task = outcome?._tag === "Json" ? outcome.result as { id?: unknown; status?: { state?: unknown } } | undefined : undefined
+        const took = outcome !== undefined && (outcome._tag !== "Json" || (typeof task?.id === "string" && task.status?.state !== "rejected"))
+        return delegations.settle(delegationId!, took, typeof task?.id === "string" ? task.id : undefined)
+      }))
 
   // Plain functions around one Effect per step that can wait (the body, the method): a request
   // whose body Node already holds is answered without a generator or an extra suspension.

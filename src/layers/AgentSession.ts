@@ -62,6 +62,8 @@ export interface AgentSessionOptions {
   readonly credentials?: DoorCredentials | undefined
   /** How a delegation starts this runtime; default `[node, dist/main.js]`. */
   readonly runtime?: ReadonlyArray<string>
+  /** A delegated child's place in its chain (from `MURMUR_SPAWNER`); absent: the chain's first capsule. */
+  readonly spawnDepth?: { readonly depth: number; readonly maxDepth?: number | undefined } | undefined
 }
 
 /** Prepares the agent capsule and returns its session layer (door included), its workdir and its warnings. */
@@ -106,7 +108,12 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
       sessionId: prepared.sessionId,
       allow: prepared.spawnAllow,
       deadlineSecs: prepared.delegationDeadlineSecs,
+      depth: options.spawnDepth?.depth ?? 0,
+      // The smaller of this capsule's ceiling and the one its parent handed down.
+      maxDepth: Math.min(prepared.lifecycle.delegationMaxDepth, options.spawnDepth?.maxDepth ?? Number.MAX_SAFE_INTEGER),
+      maxChildren: prepared.lifecycle.delegationMaxChildren,
       runtime: options.runtime ?? defaultRuntime(process.execPath),
+      hostEnv: options.hostEnv,
       doorToken: credentials.completionToken
     }).pipe(Layer.provide(NodeContext.layer))
     // The records sit beneath the capsule directory, outside every tree a guest or command writes.

@@ -6,24 +6,17 @@
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import { SPAWNER_TOKEN_ENV } from "../agent/SpawnerHandle.js"
 import { ComponentCache } from "../sandbox/ComponentCache.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 
 export class HostEnvironment extends Context.Tag("capsule-runtime/layers/HostEnvironment")<HostEnvironment, {
   readonly env: Readonly<Record<string, string | undefined>>
   readonly cacheDirectory: string
-  /**
-   * A delegated child's copy of its parent door's bearer token (`MURMUR_SPAWNER_TOKEN`), taken
-   * out of the environment so that no guest, shell command or grandchild inherits it.
-   */
-  readonly spawnerToken?: string | undefined
 }>() {
   static readonly layer = Layer.sync(HostEnvironment, () => {
-    const { [SPAWNER_TOKEN_ENV]: spawnerToken, ...env } = process.env
-    delete process.env[SPAWNER_TOKEN_ENV]
+    const env = { ...process.env }
     const base = env.CAPSULE_RUNTIME_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "capsule-runtime")
-    return { env, cacheDirectory: join(base, "components"), spawnerToken }
+    return { env, cacheDirectory: join(base, "components") }
   })
 }
 

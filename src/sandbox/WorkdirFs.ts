@@ -18,6 +18,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  renameSync,
   unlinkSync,
   writeFileSync
 } from "node:fs"
@@ -57,6 +58,8 @@ const viaProc = existsSync("/proc/self/fd")
 interface Directory {
   readonly entry: (name: string) => string
   readonly close: () => void
+  /** The open descriptor (Linux), which another process reaches as `/proc/<our pid>/fd/<it>`. */
+  readonly descriptor?: number
 }
 
 const isLink = (path: string) => {
@@ -78,7 +81,7 @@ const openDirectory = (path: string, refuse: (() => WorkdirPathRefused) | undefi
     if (refuse !== undefined && (code === "ENOTDIR" || code === "ELOOP") && isLink(path)) throw refuse()
     throw error
   }
-  if (viaProc) return { entry: (name) => `/proc/self/fd/${fd}/${name}`, close: () => closeSync(fd) }
+  if (viaProc) return { entry: (name) => `/proc/self/fd/${fd}/${name}`, close: () => closeSync(fd), descriptor: fd }
   closeSync(fd)
   return { entry: (name) => join(path, name), close: () => undefined }
 }
@@ -172,6 +175,30 @@ export const read = (workdir: string, path: string): string | undefined => {
 export const write = (workdir: string, path: string, content: string | Uint8Array, mode = 0o666): void =>
   withFd(open(workdir, path, O_WRONLY | O_CREAT | O_TRUNC, mode), (fd) => writeFileSync(fd, content))
 
+/**
+ * Writes `content` as `path` whole: into `<name>.tmp` beside it (never through a link planted
+ * there), then renamed over it, so a reader sees the old file or the new one, never half; the
+ * rename replaces a link at `path`, never follows it.
+ */
+export const replace = (workdir: string, path: string, content: string | Uint8Array, mode = 0o666): void => {
+  const parts = componentsOf(path)
+  if (parts.length === 0) throw new WorkdirPathRefused({ path, component: path, reason: "OutsideWorkdir" })
+  const name = parts.at(-1)!
+  using(walk(workdir, path, parts.slice(0, -1), true), (directory) => {
+    const temporary = directory.entry(`${name}.tmp`)
+    if (!viaProc && isLink(temporary)) throw new WorkdirPathRefused({ path, component: `${parts.join("/")}.tmp`, reason: "SymbolicLink" })
+    let fd: number
+    try {
+      fd = openSync(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ELOOP") throw new WorkdirPathRefused({ path, component: `${parts.join("/")}.tmp`, reason: "SymbolicLink" })
+      throw error
+    }
+    withFd(fd, (fd) => writeFileSync(fd, content))
+    renameSync(temporary, directory.entry(name))
+  })
+}
+
 /** An append-only descriptor for `path` (created, with its directories, if missing). */
 export const openAppend = (workdir: string, path: string): number => open(workdir, path, O_WRONLY | O_CREAT | O_APPEND)
 
@@ -199,9 +226,9 @@ export const inDirectory = <A>(workdir: string, path: string, body: (entry: (nam
  * made if missing and reached without following a link: `root` names it for later calls here as
  * the directory opened now, whatever is moved or linked in its place since.
  */
-export const hold = (workdir: string, path = "."): { readonly root: string; readonly close: () => void } => {
+export const hold = (workdir: string, path = "."): { readonly root: string; readonly descriptor: number | undefined; readonly close: () => void } => {
   const directory = walk(workdir, path, componentsOf(path), true)
-  return { root: directory.entry("."), close: directory.close }
+  return { root: directory.entry("."), descriptor: directory.descriptor, close: directory.close }
 }
 
 /** Runs a WorkdirFs call as an effect: a refused path fails, any other I/O error is a defect. */

@@ -17,6 +17,12 @@ describe("the spawner handle", () => {
     expect(Either.getOrThrow(parseSpawnerHandle(encodeSpawnerHandle(full)))).toEqual(full)
   })
 
+  it("carries the chain's depth, its ceiling and where the task comes from, and round-trips them", () => {
+    const deep = Either.getOrThrow(parse({ ...ids, url: "http://127.0.0.1:4000/", trust: "trusted", depth: 2, max_depth: 3, input: "stdin" }))
+    expect(deep).toMatchObject({ depth: 2, maxDepth: 3, input: "stdin" })
+    expect(Either.getOrThrow(parseSpawnerHandle(encodeSpawnerHandle(deep)))).toEqual(deep)
+  })
+
   it.each([
     ["not JSON", "{", "not JSON"],
     ["url without trust", { ...ids, url: "http://127.0.0.1:4000/" }, "url and trust come together or not at all"],
@@ -25,7 +31,10 @@ describe("the spawner handle", () => {
     ["https", { ...ids, url: "https://127.0.0.1:4000/", trust: "trusted" }, "is not an http address on loopback"],
     ["credentials in the url", { ...ids, url: "http://u:p@127.0.0.1:4000/", trust: "trusted" }, "is not an http address on loopback"],
     ["a bad delegation id", { ...ids, delegation_id: "../x" }, "delegation_id"],
-    ["an unknown key", { ...ids, extra: 1 }, "extra"]
+    ["an unknown key", { ...ids, extra: 1 }, "extra"],
+    ["a depth of 0", { ...ids, depth: 0 }, "depth"],
+    ["a fractional ceiling", { ...ids, max_depth: 1.5 }, "max_depth"],
+    ["another input", { ...ids, input: "argv" }, "input"]
   ])("refuses %s", (_, value, why) => {
     const parsed = parse(value)
     expect(Either.isLeft(parsed)).toBe(true)

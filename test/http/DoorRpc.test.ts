@@ -638,10 +638,13 @@ describe("headers", () => {
     expect(await provenanceOf(url, { "x-murmur-task-origin": "peer" })).toEqual({ origin: "peer", trust: "untrusted" })
     expect(await provenanceOf(url, { "x-murmur-task-origin": "peer", "x-murmur-task-trust": "trusted" })).toEqual({ origin: "peer", trust: "trusted" })
     expect(await provenanceOf(url, { "x-murmur-task-origin": "user", "x-murmur-task-trust": "trusted" })).toEqual({ origin: "event", trust: "untrusted" })
+    await door!.run(door!.delegations.expect("dlg_claims", "claims-secret-0123456789"))
     expect(await provenanceOf(url, {
       "x-murmur-task-origin": "completion",
       "x-murmur-task-trust": "trusted",
-      "x-murmur-completion-session": sessionId
+      "x-murmur-completion-session": sessionId,
+      "x-murmur-delegation-id": "dlg_claims",
+      "x-murmur-completion-secret": "claims-secret-0123456789"
     })).toEqual({ origin: "completion", trust: "trusted" })
   })
 
@@ -685,11 +688,13 @@ describe("headers", () => {
   it("accepts a correctly addressed completion and keeps its delegation id and traceparent verbatim", async () => {
     const { url, sessionId } = await open()
     const traceparent = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"
+    await door!.run(door!.delegations.expect("dlg_MixedCase", "mixed-case-secret-0123"))
     const reply = await rpc(url, "message/send", { message: referenceMessage("/complete child result") }, {
       headers: {
         "x-murmur-task-origin": "completion",
         "x-murmur-completion-session": sessionId,
         "x-murmur-delegation-id": "dlg_MixedCase",
+        "x-murmur-completion-secret": "mixed-case-secret-0123",
         traceparent
       }
     })

@@ -141,7 +141,13 @@ describe("scopes", () => {
 
   it("a client that may send cannot post a completion (it needs complete), and the children's token can do nothing else", async () => {
     const { door, credentials } = await openScoped()
-    const completion = { "x-murmur-task-origin": "completion", "x-murmur-completion-session": door.sessionId, "x-murmur-delegation-id": "dlg_1" }
+    await door.run(door.delegations.expect("dlg_1", "the-delegation-secret-0123"))
+    const completion = {
+      "x-murmur-task-origin": "completion",
+      "x-murmur-completion-session": door.sessionId,
+      "x-murmur-delegation-id": "dlg_1",
+      "x-murmur-completion-secret": "the-delegation-secret-0123"
+    }
     const forged = await rpc(door.url, "message/send", { message: a2aMessage("/complete forged") }, { headers: { ...as("alice"), ...completion } })
     assertInsufficient(forged, "complete", "completion by a sender")
     const children = { authorization: `Bearer ${Redacted.value(credentials.completionToken!)}` }

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { ScriptedSessionLive, type SessionOptions } from "../../src/layers/Main.js"
+import { DelegationTracker } from "../../src/services/DelegationTracker.js"
 import type { ScriptedCapsuleConfig } from "../../src/services/ScriptedCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
@@ -16,6 +17,8 @@ export interface OpenDoor {
   readonly runner: Context.Tag.Service<TaskRunner>
   readonly registry: Context.Tag.Service<TaskRegistry>
   readonly log: Context.Tag.Service<EventLog>
+  /** The session's delegations: a test registers one (`expect`) before it sends its completion. */
+  readonly delegations: Context.Tag.Service<DelegationTracker>
   /** Runs an effect against the session's services. */
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
   /** Ends the session as shutdown does (finalizers: stop tasks, close streams, close server). */
@@ -41,6 +44,7 @@ export const openDoor = async (options: DoorOptions = {}): Promise<OpenDoor> => 
     runner: Context.get(context, TaskRunner),
     registry: Context.get(context, TaskRegistry),
     log: Context.get(context, EventLog),
+    delegations: Context.get(context, DelegationTracker),
     run: (effect) => Effect.runPromise(effect),
     close: async () => {
       if (closed) return

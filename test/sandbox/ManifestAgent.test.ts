@@ -86,7 +86,9 @@ describe("inference: accepted", () => {
       conversation: "stateless",
       maxTaskReopens: 1,
       shellGraceSecs: 10,
-      delegationDeadlineSecs: 600
+      delegationDeadlineSecs: 600,
+      delegationMaxDepth: 3,
+      delegationMaxChildren: 4
     })
     assert.strictEqual(effectiveTraceCapture(manifest), "meta")
   })
@@ -196,6 +198,8 @@ describe("the session blocks: accepted", () => {
   max_task_reopens: 0
   shell_grace_secs: 0
   delegation_deadline_secs: 120
+  delegation_max_depth: 2
+  delegation_max_children: 7
 `))
     assert.deepStrictEqual(warnings, [
       { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" }
@@ -208,7 +212,9 @@ describe("the session blocks: accepted", () => {
       conversation: "threaded",
       maxTaskReopens: 0,
       shellGraceSecs: 0,
-      delegationDeadlineSecs: 120
+      delegationDeadlineSecs: 120,
+      delegationMaxDepth: 2,
+      delegationMaxChildren: 7
     })
     assert.deepStrictEqual(ok(agent({}, "lifecycle: {}\n")).manifest.lifecycle, DEFAULT_LIFECYCLE)
     assert.deepStrictEqual(ok(`${HEAD}lifecycle: { task_acceptance: none }\n`).manifest.lifecycle?.taskAcceptance, "none")

@@ -180,4 +180,25 @@ describe("WorkdirFs", () => {
       const exit = yield* Effect.exit(WorkdirFs.attempt(() => WorkdirFs.write(workdir, "file/below", "x")))
       assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Die")
     }))
+
+  it("replace writes a file whole beneath the workdir, replacing a link at its name and never following one at its temporary name or on the way", () => {
+    const { workdir, outside, secret } = layout()
+    const same = untouched(secret)
+    WorkdirFs.replace(workdir, ".murmur/ses_x/completion.json", "first")
+    WorkdirFs.replace(workdir, ".murmur/ses_x/completion.json", "second")
+    assert.strictEqual(WorkdirFs.read(workdir, ".murmur/ses_x/completion.json"), "second")
+    // A link at the name is replaced by the file, not written through.
+    symlinkSync(secret, join(workdir, ".murmur/ses_x/record.json"))
+    WorkdirFs.replace(workdir, ".murmur/ses_x/record.json", "record")
+    assert.strictEqual(WorkdirFs.read(workdir, ".murmur/ses_x/record.json"), "record")
+    // A link planted at the temporary name, and a directory on the way swapped for a link.
+    symlinkSync(secret, join(workdir, ".murmur/ses_x/other.json.tmp"))
+    refusal(() => WorkdirFs.replace(workdir, ".murmur/ses_x/other.json", "x"), ".murmur/ses_x/other.json.tmp")
+    symlinkSync(outside, join(workdir, ".murmur/ses_y"))
+    refusal(() => WorkdirFs.replace(workdir, ".murmur/ses_y/completion.json", "x"), ".murmur/ses_y")
+    symlinkSync(join(outside, "missing"), join(workdir, ".murmur/ses_z"))
+    refusal(() => WorkdirFs.replace(workdir, ".murmur/ses_z/completion.json", "x"), ".murmur/ses_z")
+    assert.deepStrictEqual(readdirSync(outside), ["secret.txt"])
+    same()
+  })
 })

@@ -10,6 +10,7 @@ import { closeSync, existsSync, lstatSync, openSync, readlinkSync, readSync } fr
 import { dirname, join, resolve } from "node:path"
 
 const MAX_LINKS = 40
+const HELD_DESCRIPTOR = /^\/proc\/\d+\/fd\/\d+$/
 
 /** Collects bwrap mount arguments for host paths, each path made present once. */
 export class RootBuilder {
@@ -40,6 +41,20 @@ export class RootBuilder {
       }
       if (stat.isSymbolicLink()) {
         const target = readlinkSync(next)
+        // A directory another process holds open (a delegated child's workdir) appears at this
+        // path itself. bwrap, in a user namespace of its own, may not open another process's
+        // descriptor, so it binds the directory by its name now: a name swapped for a link at
+        // that instant leads nowhere (the child's id is not a directory outside), and a bind
+        // creates nothing.
+        if (HELD_DESCRIPTOR.test(target)) {
+          const at = join(next, ...parts.slice(index + 1))
+          const key = `${mode}:${at}`
+          if (!this.present.has(key)) {
+            this.present.add(key)
+            this.args.push(mode === "ro" ? "--ro-bind" : "--bind", join(readlinkSync(target), ...parts.slice(index + 1)), at)
+          }
+          return true
+        }
         if (!this.present.has(next)) {
           this.present.add(next)
           this.args.push("--symlink", target, next)

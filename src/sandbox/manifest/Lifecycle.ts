@@ -29,7 +29,11 @@ export const Lifecycle = Schema.Struct({
   /** Foreground window before a shell command detaches (`0`: every command detaches). */
   shellGraceSecs: Schema.Number,
   /** The bound on a delegation (`MURMUR_DELEGATION_TIMEOUT_SECS` overrides it at launch). */
-  delegationDeadlineSecs: Schema.Number
+  delegationDeadlineSecs: Schema.Number,
+  /** How deep a chain of delegations may grow below the first capsule (its children are depth 1). */
+  delegationMaxDepth: Schema.Number,
+  /** Children of one session running at once. */
+  delegationMaxChildren: Schema.Number
 })
 export type Lifecycle = typeof Lifecycle.Type
 
@@ -40,7 +44,9 @@ export const DEFAULT_LIFECYCLE: Lifecycle = {
   conversation: "stateless",
   maxTaskReopens: 1,
   shellGraceSecs: 10,
-  delegationDeadlineSecs: 600
+  delegationDeadlineSecs: 600,
+  delegationMaxDepth: 3,
+  delegationMaxChildren: 4
 }
 
 export const lifecycleSpec = {
@@ -51,7 +57,9 @@ export const lifecycleSpec = {
   conversation: optVariant(["stateless", "threaded"]),
   max_task_reopens: optUint("u32"),
   shell_grace_secs: optUint("u64"),
-  delegation_deadline_secs: optUint("u64")
+  delegation_deadline_secs: optUint("u64"),
+  delegation_max_depth: optUint("u32"),
+  delegation_max_children: optUint("u32")
 }
 export type RawLifecycle = Decoded<typeof lifecycleSpec>
 
@@ -63,7 +71,9 @@ export const lowerLifecycle = (raw: RawLifecycle): Lifecycle => ({
   conversation: raw.conversation ?? DEFAULT_LIFECYCLE.conversation,
   maxTaskReopens: raw.max_task_reopens ?? DEFAULT_LIFECYCLE.maxTaskReopens,
   shellGraceSecs: raw.shell_grace_secs ?? DEFAULT_LIFECYCLE.shellGraceSecs,
-  delegationDeadlineSecs: raw.delegation_deadline_secs ?? DEFAULT_LIFECYCLE.delegationDeadlineSecs
+  delegationDeadlineSecs: raw.delegation_deadline_secs ?? DEFAULT_LIFECYCLE.delegationDeadlineSecs,
+  delegationMaxDepth: raw.delegation_max_depth ?? DEFAULT_LIFECYCLE.delegationMaxDepth,
+  delegationMaxChildren: raw.delegation_max_children ?? DEFAULT_LIFECYCLE.delegationMaxChildren
 })
 
 /** The lifecycle a session runs under: the declared block, or every default. */

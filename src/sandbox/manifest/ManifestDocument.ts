@@ -136,7 +136,9 @@ export const ManifestDocument = Schema.Struct({
     conversation: oneOf(["stateless", "threaded"], { description: "threaded: a context's earlier turns are reloaded for each task.", default: DEFAULT_LIFECYCLE.conversation }),
     max_task_reopens: u32({ description: "How often an on-task-end hook may reopen a task; hooks are not run here (W-RUN-001).", default: DEFAULT_LIFECYCLE.maxTaskReopens }),
     shell_grace_secs: u64({ description: "Seconds a shell command runs in the foreground before it detaches (0: every command detaches).", default: DEFAULT_LIFECYCLE.shellGraceSecs }),
-    delegation_deadline_secs: u64({ description: "Seconds a delegated child may run before it is killed and reported terminated.", default: DEFAULT_LIFECYCLE.delegationDeadlineSecs })
+    delegation_deadline_secs: u64({ description: "Seconds a delegated child may run before it is killed and reported terminated.", default: DEFAULT_LIFECYCLE.delegationDeadlineSecs }),
+    delegation_max_depth: u32({ description: "How deep a chain of delegations may grow (the first capsule's children are depth 1; 0: this capsule may not delegate). A child keeps the smaller of its own and its parent's ceiling.", default: DEFAULT_LIFECYCLE.delegationMaxDepth }),
+    delegation_max_children: u32({ description: "Children of one session running at once; a delegate-task past it is refused with a tool error.", default: DEFAULT_LIFECYCLE.delegationMaxChildren })
   }, { description: "How the session takes tasks and what it does after one." }),
   exports: section({
     files: section({

@@ -171,6 +171,8 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "lifecycle.max_task_reopens": warned(NO_EFFECT),
   "lifecycle.shell_grace_secs": enforced("src/sandbox/Shell.ts (detached work)"),
   "lifecycle.delegation_deadline_secs": enforced("src/agent/DelegationLauncher.ts (the child is killed and reported terminated)"),
+  "lifecycle.delegation_max_depth": enforced("src/agent/DelegationLauncher.ts (delegate-task refused at the depth the spawner handle carries)"),
+  "lifecycle.delegation_max_children": enforced("src/agent/DelegationLauncher.ts (delegate-task refused while that many children run)"),
   "exports": enforced("src/sandbox/manifest/Retention.ts"),
   "exports.files": enforced("src/agent/ExportPlanes.ts (the resource plane: GET /resources/files…)"),
   "exports.files.root": enforced("src/agent/ExportReader.ts (no link followed under it; E-CAP-007 in src/agent/PeerExport.ts)"),

@@ -1,0 +1,68 @@
+/**
+ * What a delegating parent hands its child on stdin (`input: "stdin"` in the spawner handle): the
+ * task text, the parent door's bearer token and the delegation's completion secret, as one JSON
+ * document. Not argv: a task starting with `-` would be read as a flag (`--help`, `--json`), and
+ * argv is world-readable in `/proc/<pid>/cmdline`. Not the environment: `/proc/<pid>/environ`
+ * keeps the initial block for the process's whole life, whatever the process deletes. The parent
+ * writes it and closes the pipe; the child reads it once, before anything else starts.
+ */
+import type { Readable } from "node:stream"
+import { Effect, Either, ParseResult, Schema } from "effect"
+
+/** The document's bound: a task text is at most this many bytes (a bigger one is refused at launch). */
+export const MAX_INPUT_BYTES = 1024 * 1024
+
+const READ_TIMEOUT_MS = 10_000
+
+const Input = Schema.Struct({
+  task: Schema.String,
+  /** The parent door's bearer token: the child's completion carries it, and the child's own door asks for it. */
+  token: Schema.optionalWith(Schema.String, { exact: true }),
+  /** Proves a completion comes from this delegation (the parent's door refuses one without it). */
+  secret: Schema.String.pipe(Schema.minLength(16))
+})
+export type DelegationInput = typeof Input.Type
+
+export const encodeDelegationInput = (input: DelegationInput): string => JSON.stringify(input)
+
+export const decodeDelegationInput = (text: string): Either.Either<DelegationInput, string> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return Either.left("the delegation input on stdin is not JSON")
+  }
+  return Schema.decodeUnknownEither(Input, { onExcessProperty: "error" })(json).pipe(
+    Either.mapLeft((error) => `the delegation input on stdin is unreadable: ${ParseResult.TreeFormatter.formatErrorSync(error).split("\n").join(" ")}`)
+  )
+}
+
+/** Reads the document from `stream` to its end (bounded in bytes and time); `Left`: the launch error's message. */
+export const readDelegationInput = (stream: Readable): Effect.Effect<Either.Either<DelegationInput, string>> =>
+  Effect.async<Either.Either<DelegationInput, string>>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    let done = false
+    const finish = (result: Either.Either<DelegationInput, string>) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      stream.off("data", onData)
+      stream.off("end", onEnd)
+      stream.off("error", onError)
+      stream.pause()
+      resume(Effect.succeed(result))
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > MAX_INPUT_BYTES) return finish(Either.left(`the delegation input on stdin exceeds ${MAX_INPUT_BYTES} bytes`))
+      chunks.push(chunk)
+    }
+    const onEnd = () => finish(decodeDelegationInput(Buffer.concat(chunks).toString("utf8")))
+    const onError = (error: Error) => finish(Either.left(`the delegation input on stdin could not be read: ${error.message}`))
+    const timer = setTimeout(() => finish(Either.left(`the delegation input on stdin did not end within ${READ_TIMEOUT_MS / 1000} s`)), READ_TIMEOUT_MS)
+    stream.on("data", onData)
+    stream.on("end", onEnd)
+    stream.on("error", onError)
+    return Effect.sync(() => finish(Either.left("interrupted")))
+  })
