@@ -101,7 +101,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         stripPatterns: env.prepared.shell.stripPatterns,
         runtimeVars: env.prepared.runtimeVars,
         graceSeconds: env.prepared.lifecycle.shellGraceSecs,
-        containment: env.prepared.shell.containment
+        containment: env.prepared.shell.containment,
+        maxOutputBytes: env.prepared.shell.maxOutputBytes
       }))
       if (Either.isLeft(outcome)) return yield* toolCallLine(outcome.left.toolResult)
       const done = outcome.right
@@ -115,7 +116,9 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
           exit_code: done.exitCode,
           stdout_bytes: done.stdoutBytes,
           stderr_bytes: done.stderrBytes,
-          duration_ms: done.durationMs
+          duration_ms: done.durationMs,
+          ...(done.outputPath === undefined ? {} : { truncated: true, output_path: done.outputPath }),
+          ...(done.droppedBytes === undefined ? {} : { resource_limit: "max_output_bytes", dropped_bytes: done.droppedBytes })
         })
       } else {
         yield* env.record("shell_detached", yield* parentLine, {
