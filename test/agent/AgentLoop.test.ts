@@ -319,6 +319,24 @@ describe("agent loop (in process, scripted driver)", () => {
     expect(resultFile(served.workdir)).toBe("printed")
   })
 
+  it("a tool printing 100 MiB to stdout: guest.log keeps 16 MiB and says the rest was dropped", async () => {
+    const served = await serveAgent({
+      driverConfig: { replies: [toolTurn(call("c1", "flood", { mib: 100 })), endTurn("flooded")] },
+      tools: { flood: "tool-flood-output" }
+    })
+    await readUntil((await stream(served.url, "flood")).events, undefined, 30_000)
+    expect(resultFile(served.workdir)).toBe("flooded")
+    expect(ofType(served.workdir, "tool_call")[0]).toMatchObject({ tool_name: "flood", status: "ok" })
+    // The worker forwards 16 MiB and its note; the log takes 16 MiB and puts its own note in the run's place.
+    const note = `\n[guest.log cap of ${16 * 1024 * 1024} bytes for this task reached: further guest output was dropped]\n`
+    const path = join(served.workdir, "logs", "guest.log")
+    // Written in the background (a cancel's answer does not wait for the disk).
+    await waitFor("guest.log written", () => statSync(path).size >= 16 * 1024 * 1024 + note.length)
+    const log = readFileSync(path)
+    expect(log.length).toBe(16 * 1024 * 1024 + note.length)
+    expect(log.subarray(16 * 1024 * 1024).toString("utf8")).toBe(note)
+  })
+
   it("fails the task with `input-timeout` when a tool's request-input is not answered in time", async () => {
     const served = await serveAgent({
       driverConfig: { replies: [toolTurn(call("c1", "ask", "Pick?")), endTurn("never")] },
