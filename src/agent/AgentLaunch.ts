@@ -13,6 +13,7 @@ import { ComponentCache } from "../sandbox/ComponentCache.js"
 import { recordsExposed, sessionWorkdirs } from "../sandbox/SessionWorkdirs.js"
 import { type ContainmentDecision, containmentFor } from "../sandbox/containment/ContainmentDecision.js"
 import { type ShellContainment, shellContainment } from "../sandbox/containment/ShellContainment.js"
+import { DEFAULT_MAX_OUTPUT_BYTES } from "../sandbox/ShellGrant.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
 import { type GrantContext, toolGrant } from "../sandbox/Grants.js"
 import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
@@ -65,6 +66,8 @@ export interface PreparedAgent {
     readonly allow: ReadonlyArray<string>
     readonly baselineEnv: ReadonlyArray<string>
     readonly stripPatterns: ReadonlyArray<string>
+    /** `capabilities.shell.max_output_bytes`, default applied: most output kept per command. */
+    readonly maxOutputBytes: number
     /** What each command runs under (from `containment.host` and the manifest). */
     readonly containment: ShellContainment
   }
@@ -166,6 +169,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       allow: shellCaps?.allow ?? [],
       baselineEnv: shellCaps?.baselineEnv ?? [],
       stripPatterns: shellCaps?.stripEnv ?? [],
+      maxOutputBytes: shellCaps?.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
       containment: shellContainment(containment.host, manifest.capabilities, options.hostEnv["PATH"])
     }
     const spawnAllow = manifest.capabilities.spawn?.allow ?? []

@@ -83,6 +83,7 @@ export const deliverCompletions = (receives: boolean): Layer.Layer<never, never,
           duration_ms: done.durationMs,
           output_path: done.outputPath,
           output_bytes: done.outputBytes,
+          ...(done.droppedBytes === undefined ? {} : { resource_limit: "max_output_bytes", dropped_bytes: done.droppedBytes }),
           status: completionStatus(done),
           completion_task_id: acceptance.task.id
         })

@@ -102,7 +102,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         runtimeVars: env.prepared.runtimeVars,
         graceSeconds: env.prepared.lifecycle.shellGraceSecs,
         containment: env.prepared.shell.containment,
-        taskId: env.taskId
+        taskId: env.taskId,
+        maxOutputBytes: env.prepared.shell.maxOutputBytes
       }))
       if (Either.isLeft(outcome)) return yield* toolCallLine(outcome.left.toolResult)
       const done = outcome.right
@@ -116,7 +117,9 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
           exit_code: done.exitCode,
           stdout_bytes: done.stdoutBytes,
           stderr_bytes: done.stderrBytes,
-          duration_ms: done.durationMs
+          duration_ms: done.durationMs,
+          ...(done.outputPath === undefined ? {} : { truncated: true, output_path: done.outputPath }),
+          ...(done.droppedBytes === undefined ? {} : { resource_limit: "max_output_bytes", dropped_bytes: done.droppedBytes })
         })
       } else {
         yield* env.record("shell_detached", yield* parentLine, {

@@ -158,7 +158,13 @@ export interface ShellFields {
   readonly stdout_bytes: number
   readonly stderr_bytes: number
   readonly duration_ms: number
+  /** Only when the model's result left output out; the full output (up to the cap) is at `output_path`. */
+  readonly truncated?: true
+  readonly output_path?: string
+  /** `max_output_bytes` when `capabilities.shell.max_output_bytes` killed the command. */
   readonly resource_limit?: string
+  /** With `resource_limit`: bytes read past the cap and dropped. */
+  readonly dropped_bytes?: number
 }
 
 export interface ShellDetachedFields {
@@ -179,7 +185,9 @@ export interface ShellCompletedFields {
   /** Relative to the capsule workdir: `logs/<work_id>.log`. */
   readonly output_path: string
   readonly output_bytes: number
+  /** As on `shell`: `max_output_bytes` and the bytes dropped when the output cap killed the command. */
   readonly resource_limit?: string
+  readonly dropped_bytes?: number
   readonly status: "ok" | "error"
   readonly completion_task_id: string
 }

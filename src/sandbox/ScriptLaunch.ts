@@ -14,6 +14,7 @@ import { artifactData, artifactLabel, type CapsuleProject } from "./CapsuleProje
 import { ComponentCache, type CompiledComponent } from "./ComponentCache.js"
 import { type ContainmentDecision, containmentFor } from "./containment/ContainmentDecision.js"
 import type { ArtifactData, GuestGrant } from "./GuestJob.js"
+import { logCapNote, MAX_GUEST_OUTPUT_BYTES } from "./GuestOutput.js"
 import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "./Grants.js"
 import { effectiveLimits } from "./manifest/Capabilities.js"
 import type { NetworkRule } from "./NetworkPolicy.js"
@@ -98,12 +99,14 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
 /**
  * Appends what guests write to stdout/stderr to `<workdir>/logs/guest.log` (never the host's
  * fds), opened without following a link (./WorkdirFs.ts). When that open is refused the output
- * is dropped and `refused` fails with the reason, for the run or task to fail with it.
+ * is dropped and `refused` fails with the reason, for the run or task to fail with it. At most
+ * `MAX_GUEST_OUTPUT_BYTES` (UTF-8) are written per writer, then a note, then nothing (./GuestOutput.ts).
  */
 export const guestLog = (workdir: string) => {
   // Opened on the first write: most runs write nothing, and an open/close pair is on their path.
   let stream: WriteStream | undefined
   let refusal: WorkdirFs.WorkdirPathRefused | undefined
+  let written = 0
   const open = () => {
     try {
       stream ??= createWriteStream("", { fd: WorkdirFs.openAppend(workdir, "logs/guest.log") })
@@ -115,8 +118,14 @@ export const guestLog = (workdir: string) => {
   return {
     write: (text: string) =>
       Effect.sync(() => {
+        if (written > MAX_GUEST_OUTPUT_BYTES) return
+        const bytes = Buffer.from(text, "utf8")
+        const room = MAX_GUEST_OUTPUT_BYTES - written
+        written += bytes.length
         if (refusal === undefined) open()
-        stream?.write(text)
+        if (bytes.length <= room) return void stream?.write(bytes)
+        stream?.write(bytes.subarray(0, room))
+        stream?.write(logCapNote)
       }),
     // Flushes in the background: a cancel's answer must not wait for the disk.
     close: Effect.sync(() => void stream?.end()),

@@ -10,8 +10,12 @@
  * after `killGraceMs`. Each child leads its own process group (`detached: true` in Node's terms,
  * which is unrelated to detached work) so grandchildren such as `sh -c "sleep 9 & wait"` go too.
  *
+ * Output is never held whole (./ShellOutput.ts): the model reads each stream's start and end, the
+ * log gets the rest up to `maxOutputBytes` per call, and a command writing past that is killed
+ * (SIGKILL to its group) and no longer read.
+ *
  * Enforced here: the allowlist, the cleared environment with credential stripping, the synthetic
- * `HOME`, cwd, the output cap, and the request's `containment` (../sandbox/containment/
+ * `HOME`, cwd, the output caps, and the request's `containment` (../sandbox/containment/
  * ShellContainment.ts): sealed = bwrap with every namespace, a composed root, noexec workdir,
  * seccomp and rlimits, and with `network.allow` egress only through the session's checking proxy
  * (./egress/ShellEgress.ts, when the layer has one); advisory = rlimits and pdeathsig (and the
@@ -27,18 +31,18 @@ import type { ToolResultData } from "./GuestJob.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 import {
   argvFor,
+  DEFAULT_MAX_OUTPUT_BYTES,
   type DetachedCompletion,
   demotionResult,
   errorResult,
   exitCodeOf,
   finishedResult,
-  MAX_SHELL_OUTPUT_BYTES,
   resolveBinary,
   shellEnv,
-  shellLogContent,
   SYNTHETIC_HOME_DIR_NAME,
   syntheticHome
 } from "./ShellGrant.js"
+import { OutputCapture } from "./ShellOutput.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 
 /** A command that could not be started; the turn sees it as an `error` result. */
@@ -75,6 +79,8 @@ export interface ShellRequest {
   readonly containment?: ShellContainment | undefined
   /** The task the call belongs to, named on the command's `egress` trace lines. */
   readonly taskId?: string | undefined
+  /** `capabilities.shell.max_output_bytes`: most output kept per call; past it the command is killed. */
+  readonly maxOutputBytes?: number | undefined
 }
 
 export interface DetachedInfo {
@@ -92,9 +98,13 @@ export type ShellOutcome =
     readonly binary: string
     readonly exitCode: number
     readonly durationMs: number
-    /** Bytes the command wrote, before the cap. */
+    /** Bytes read from the command, dropped ones included. */
     readonly stdoutBytes: number
     readonly stderrBytes: number
+    /** Where the full (capped) output went, when the model's view leaves some out. */
+    readonly outputPath?: string | undefined
+    /** Set when `maxOutputBytes` stopped the command: bytes read past it and dropped. */
+    readonly droppedBytes?: number | undefined
     readonly result: ToolResultData
   }
   | {
@@ -125,15 +135,14 @@ interface Running {
   readonly proc: ChildProcess
   readonly pid: number
   readonly startedAt: number
-  readonly stdout: Array<Buffer>
-  readonly stderr: Array<Buffer>
+  readonly output: OutputCapture
   /** The direct child exited. */
   readonly exited: Deferred.Deferred<void>
   /** Exited and both pipes reached EOF. */
   readonly closed: Deferred.Deferred<number>
 }
 
-const spawnChild = (binary: string, line: CommandLine, env: Record<string, string>, cwd: string) =>
+const spawnChild = (binary: string, line: CommandLine, env: Record<string, string>, cwd: string, output: OutputCapture) =>
   Effect.async<Running, ShellError>((resume) => {
     let proc: ChildProcess
     try {
@@ -155,9 +164,15 @@ const spawnChild = (binary: string, line: CommandLine, env: Record<string, strin
     }
     const exited = Deferred.unsafeMake<void>(FiberId.none)
     const closed = Deferred.unsafeMake<number>(FiberId.none)
-    const running: Running = { proc, pid: proc.pid ?? -1, startedAt: performance.now(), stdout: [], stderr: [], exited, closed }
-    proc.stdout!.on("data", (chunk: Buffer) => running.stdout.push(chunk))
-    proc.stderr!.on("data", (chunk: Buffer) => running.stderr.push(chunk))
+    const running: Running = { proc, pid: proc.pid ?? -1, startedAt: performance.now(), output, exited, closed }
+    const take = (name: "stdout" | "stderr") => (chunk: Buffer) => {
+      if (output.take(name, chunk)) return
+      // Past the cap: the command goes, and a writer that left its group meets a closed pipe.
+      signalGroup(running, "SIGKILL")
+      releasePipes(running)
+    }
+    proc.stdout!.on("data", take("stdout"))
+    proc.stderr!.on("data", take("stderr"))
     proc.once("exit", () => Deferred.unsafeDone(exited, Exit.void))
     proc.once("close", (code, signal) => Deferred.unsafeDone(closed, Exit.succeed(exitCodeOf(code, signal))))
     proc.once("spawn", () => resume(Effect.succeed(running)))
@@ -191,13 +206,9 @@ const terminate = (running: Running, killGraceMs: number) =>
     releasePipes(running)
   })
 
-const writeLog = (workdir: string, name: string, content: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      // Never through a link a command planted at logs/ or at the log's name (../sandbox/WorkdirFs.ts).
-      WorkdirFs.write(workdir, `logs/${name}`, content)
-      return `logs/${name}`
-    },
+const writeLog = (request: ShellRequest, argv: ReadonlyArray<string>, running: Running, name: string, exitCode: number) =>
+  Effect.try({
+    try: () => running.output.writeLog(name, request.binary, argv, exitCode),
     catch: (error) => `failed to write shell log logs/${name}: ${(error as Error).message}`
   })
 
@@ -218,26 +229,42 @@ const makeShell = (config: ShellConfig) =>
             releasePipes(running)
             running.proc.unref()
           }
+          running.output.dispose()
         }), { concurrency: "unbounded", discard: true })
     )
 
     const finish = (request: ShellRequest, binary: string, argv: ReadonlyArray<string>, running: Running, exitCode: number) =>
       Effect.gen(function*() {
         const durationMs = Math.round(performance.now() - running.startedAt)
-        const out = Buffer.concat(running.stdout)
-        const err = Buffer.concat(running.stderr)
-        const over = out.length > MAX_SHELL_OUTPUT_BYTES || err.length > MAX_SHELL_OUTPUT_BYTES
-        const fullOutputPath = over
-          ? yield* writeLog(
-            request.workdir,
-            `shell-${Date.now()}.log`,
-            shellLogContent(request.binary, argv, exitCode, out.toString("utf8"), err.toString("utf8"))
-          ).pipe(Effect.mapError((message) => new ShellError({ reason: "Setup", binary: request.binary, message })))
+        const output = running.output
+        const name = `shell-${Date.now()}.log`
+        const outputPath = output.truncated
+          ? yield* writeLog(request, argv, running, name, exitCode).pipe(
+            Effect.as(`logs/${name}`),
+            Effect.mapError((message) => new ShellError({ reason: "Setup", binary: request.binary, message }))
+          )
           : undefined
-        const cut = (bytes: Buffer) => bytes.subarray(0, MAX_SHELL_OUTPUT_BYTES).toString("utf8")
-        const result = finishedResult({ command: request.command, exitCode, stdout: cut(out), stderr: cut(err), fullOutputPath })
-        return { _tag: "Finished", binary, exitCode, durationMs, stdoutBytes: out.length, stderrBytes: err.length, result } as const
-      })
+        const droppedBytes = output.capped ? output.droppedBytes : undefined
+        const result = finishedResult({
+          command: request.command,
+          exitCode,
+          stdout: output.stdout.view(),
+          stderr: output.stderr.view(),
+          fullOutputPath: outputPath,
+          cap: droppedBytes === undefined ? undefined : { limit: output.limit, droppedBytes }
+        })
+        return {
+          _tag: "Finished",
+          binary,
+          exitCode,
+          durationMs,
+          stdoutBytes: output.stdout.read,
+          stderrBytes: output.stderr.read,
+          outputPath,
+          droppedBytes,
+          result
+        } as const
+      }).pipe(Effect.ensuring(Effect.sync(() => running.output.dispose())))
 
     const watch = (
       request: ShellRequest,
@@ -250,14 +277,8 @@ const makeShell = (config: ShellConfig) =>
       Effect.gen(function*() {
         const exitCode = yield* Deferred.await(running.closed)
         const durationMs = Math.round(performance.now() - running.startedAt)
-        const content = shellLogContent(
-          request.binary,
-          argv,
-          exitCode,
-          Buffer.concat(running.stdout).toString("utf8"),
-          Buffer.concat(running.stderr).toString("utf8")
-        )
-        const written = yield* Effect.either(writeLog(request.workdir, `${workId}.log`, content))
+        const written = yield* Effect.either(writeLog(request, argv, running, `${workId}.log`, exitCode))
+        running.output.dispose()
         const completion: DetachedCompletion = {
           workId,
           binary,
@@ -265,7 +286,8 @@ const makeShell = (config: ShellConfig) =>
           exitCode,
           durationMs,
           outputPath: `logs/${workId}.log`,
-          outputBytes: written._tag === "Right" ? Buffer.byteLength(content) : 0,
+          outputBytes: written._tag === "Right" ? written.right : 0,
+          ...(running.output.capped ? { droppedBytes: running.output.droppedBytes } : {}),
           ...(written._tag === "Left" ? { error: written.left } : {})
         }
         live.delete(workId)
@@ -320,7 +342,8 @@ const makeShell = (config: ShellConfig) =>
             endpoint?.close()
             return yield* new ShellError({ reason: "Spawn", binary: request.binary, message: `spawn ${request.binary} ENOENT` })
           }
-          const running = yield* spawnChild(request.binary, line, endpoint === undefined ? env : { ...env, ...endpoint.env }, request.workdir).pipe(
+          const output = new OutputCapture(request.workdir, request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES)
+          const running = yield* spawnChild(request.binary, line, endpoint === undefined ? env : { ...env, ...endpoint.env }, request.workdir, output).pipe(
             Effect.tapError(() => Effect.sync(() => endpoint?.close()))
           )
           if (endpoint !== undefined) running.proc.once("close", endpoint.close)
@@ -333,7 +356,9 @@ const makeShell = (config: ShellConfig) =>
                 onSome: () => Effect.asSome(Deferred.await(running.closed))
               }))
             )
-          const exitCode = yield* restore(foreground).pipe(Effect.onInterrupt(() => terminate(running, config.killGraceMs)))
+          const exitCode = yield* restore(foreground).pipe(
+            Effect.onInterrupt(() => terminate(running, config.killGraceMs).pipe(Effect.ensuring(Effect.sync(() => output.dispose()))))
+          )
           if (Option.isSome(exitCode)) return yield* finish(request, binary, argv, running, exitCode.value)
 
           const work = yield* registry.record({ binary, command: request.command })

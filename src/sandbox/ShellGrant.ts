@@ -9,8 +9,11 @@ import { constants } from "node:os"
 import type { ToolResultData } from "./GuestJob.js"
 import { strippingPattern } from "./EnvGrant.js"
 
-/** Per-stream cap on what the model reads; the full output goes to a log file. */
+/** Per-stream cap on what the model reads (its start and end); the rest goes to a log file (./ShellOutput.ts). */
 export const MAX_SHELL_OUTPUT_BYTES = 16 * 1024
+
+/** `capabilities.shell.max_output_bytes` when the manifest does not say: most output one command may write. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 export const SHELL_INTERPRETERS: ReadonlyArray<string> = ["bash", "sh", "zsh", "fish", "dash", "ksh"]
 
@@ -167,17 +170,21 @@ export const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): 
   return number === undefined ? -1 : 128 + number
 }
 
-/** Body of a full-output log (`logs/shell-<ms>.log`, or `logs/<work_id>.log` for detached work). */
-export const shellLogContent = (
-  binary: string,
-  argv: ReadonlyArray<string>,
-  exitCode: number,
-  stdout: string,
-  stderr: string
-): string => {
+/**
+ * A full-output log (`logs/shell-<ms>.log`, or `logs/<work_id>.log` for detached work) is this
+ * header, the kept stdout, `SHELL_LOG_STDERR`, the kept stderr and `SHELL_LOG_END`
+ * (../sandbox/ShellOutput.ts writes it), then `outputCapNote` when the cap stopped the command.
+ */
+export const shellLogHeader = (binary: string, argv: ReadonlyArray<string>, exitCode: number): string => {
   const command = argv.length === 0 ? binary : `${binary} ${argv.join(" ")}`
-  return `Command: ${command}\nExit code: ${exitCode}\n\nStdout:\n${stdout}\n\nStderr:\n${stderr}\n`
+  return `Command: ${command}\nExit code: ${exitCode}\n\nStdout:\n`
 }
+export const SHELL_LOG_STDERR = "\n\nStderr:\n"
+export const SHELL_LOG_END = "\n"
+
+/** Said in the tool result and the log when `capabilities.shell.max_output_bytes` stopped a command. */
+export const outputCapNote = (limit: number, droppedBytes: number): string =>
+  `Output reached the cap of ${limit} bytes (capabilities.shell.max_output_bytes): the command was killed and output cut there; ${droppedBytes} bytes read past the cap were dropped.`
 
 /** What a finished foreground command hands back: non-zero exits are data, status stays `passed`. */
 export const finishedResult = (options: {
@@ -186,13 +193,16 @@ export const finishedResult = (options: {
   readonly stdout: string
   readonly stderr: string
   readonly fullOutputPath?: string | undefined
+  /** Set when the output cap stopped the command. */
+  readonly cap?: { readonly limit: number; readonly droppedBytes: number } | undefined
 }): ToolResultData => {
   const base = `$ ${options.command}\nExit code: ${options.exitCode}\nStdout:\n${options.stdout}\nStderr:\n${options.stderr}`
   const truncated = options.fullOutputPath !== undefined
+  const capped = options.cap === undefined ? "" : `\n${outputCapNote(options.cap.limit, options.cap.droppedBytes)}`
   return {
     status: "passed",
     summary: `Shell command exited with code ${options.exitCode}`,
-    data: truncated ? `${base}\n\nOutput truncated. Full output written to ${options.fullOutputPath}` : base,
+    data: truncated ? `${base}\n\nOutput truncated. Full output written to ${options.fullOutputPath}${capped}` : base,
     truncated,
     metadata: truncated ? [["full_output_path", options.fullOutputPath!]] : []
   }
@@ -224,6 +234,8 @@ export interface DetachedCompletion {
   readonly outputPath: string
   /** Bytes written to that file, header included. */
   readonly outputBytes: number
+  /** Set when `capabilities.shell.max_output_bytes` stopped the command: bytes read past it and dropped. */
+  readonly droppedBytes?: number | undefined
   /** Set only when waiting for the command or writing its log failed. */
   readonly error?: string | undefined
 }
@@ -244,6 +256,9 @@ export const completionMessage = (completion: DetachedCompletion): string => {
     `duration_ms: ${completion.durationMs}`,
     `output: ${completion.outputPath} (${completion.outputBytes} bytes, in the capsule workdir)`
   ]
+  if (completion.droppedBytes !== undefined) {
+    lines.push(`output_cap: reached; the command was killed and ${completion.droppedBytes} bytes read past the cap were dropped`)
+  }
   if (completion.error !== undefined) lines.push(`wait_error: ${completion.error}`)
   return `${lines.join("\n")}\n\nThe full stdout and stderr are in that file and are not reproduced here.`
 }

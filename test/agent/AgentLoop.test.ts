@@ -4,7 +4,7 @@
  * and a shell call; frames, out/result.txt and trace.jsonl are checked, and a cancel during a
  * spinning driver call stops everything (the driver's own call log is the side channel).
  */
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
@@ -294,6 +294,47 @@ describe("agent loop (in process, scripted driver)", () => {
     expect(ofType(served.workdir, "shell")).toHaveLength(0)
     expect(ofType(served.workdir, "task_canceled")[0]).toMatchObject({ task_id: id, turn: 0, phase: "turn" })
     expect(ofType(served.workdir, "task_end")[0]).toMatchObject({ exit_status: "canceled", shell_calls: 1 })
+  })
+
+  it.each(["sealed", "advisory"] as const)("a shell call printing 1 GB (%s tier) is killed at the 16 MiB cap: the log holds the cap, the result and the shell line say what was dropped", async (tier) => {
+    const env = { PATH: process.env.PATH ?? "", ...(tier === "advisory" ? { MURMUR_BWRAP: "/bin/false" } : {}) }
+    const served = await serveAgent({
+      driverConfig: { replies: [toolTurn(call("c1", "head", { command: "-c 1000000000 /dev/zero" })), endTurn("printed")] },
+      capabilities: "  shell:\n    allow: [head]\n"
+    }, {}, env)
+    const all = await readUntil((await stream(served.url, "print a lot")).events, undefined, 30_000)
+    expect(ofType(served.workdir, "session_start")[0]).toMatchObject({ containment_achieved: tier })
+    const cap = 16 * 1024 * 1024
+    const shell = ofType(served.workdir, "shell")[0]!
+    expect(shell).toMatchObject({ exit_code: 137, stderr_bytes: 0, truncated: true, resource_limit: "max_output_bytes" })
+    expect(shell.stdout_bytes).toBeGreaterThan(cap)
+    expect(shell.stdout_bytes).toBeLessThan(1_000_000_000)
+    expect(shell.dropped_bytes).toBe(shell.stdout_bytes - cap)
+    expect(shell.output_path).toMatch(/^logs\/shell-\d+\.log$/)
+    expect(statSync(join(served.workdir, shell.output_path)).size).toBeLessThan(cap + 1024)
+    const result: string = all.filter((event) => event.event === "artifact").map(dataOf)[0].artifact.content
+    expect(result.length).toBeLessThan(20_000)
+    expect(result).toContain(`Output truncated. Full output written to ${shell.output_path}`)
+    expect(result).toContain(`the command was killed and output cut there; ${shell.dropped_bytes} bytes read past the cap were dropped.`)
+    expect(resultFile(served.workdir)).toBe("printed")
+  })
+
+  it("a tool printing 100 MiB to stdout: guest.log keeps 16 MiB and says the rest was dropped", async () => {
+    const served = await serveAgent({
+      driverConfig: { replies: [toolTurn(call("c1", "flood", { mib: 100 })), endTurn("flooded")] },
+      tools: { flood: "tool-flood-output" }
+    })
+    await readUntil((await stream(served.url, "flood")).events, undefined, 30_000)
+    expect(resultFile(served.workdir)).toBe("flooded")
+    expect(ofType(served.workdir, "tool_call")[0]).toMatchObject({ tool_name: "flood", status: "ok" })
+    // The worker forwards 16 MiB and its note; the log takes 16 MiB and puts its own note in the run's place.
+    const note = `\n[guest.log cap of ${16 * 1024 * 1024} bytes for this task reached: further guest output was dropped]\n`
+    const path = join(served.workdir, "logs", "guest.log")
+    // Written in the background (a cancel's answer does not wait for the disk).
+    await waitFor("guest.log written", () => statSync(path).size >= 16 * 1024 * 1024 + note.length)
+    const log = readFileSync(path)
+    expect(log.length).toBe(16 * 1024 * 1024 + note.length)
+    expect(log.subarray(16 * 1024 * 1024).toString("utf8")).toBe(note)
   })
 
   it("fails the task with `input-timeout` when a tool's request-input is not answered in time", async () => {

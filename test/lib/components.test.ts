@@ -24,6 +24,7 @@ const INVOKE = "murmur:tool-registry/invoke@0.1.0"
 /** The murmur:* imports and exports each fixture must have, exactly. */
 const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; readonly exports: ReadonlyArray<string> }> = {
   "echo-tool": { imports: [], exports: [TOOL_RUN] },
+  "tool-flood-output": { imports: [], exports: [TOOL_RUN] },
   // a capsule importing invoke also imports murmur:tool/run for the `use`d types (as the reference's)
   "capsule-allowlisted": { imports: [TOOL_RUN, INVOKE], exports: [CAPSULE_RUN] },
   "capsule-unlisted": { imports: [TOOL_RUN, INVOKE], exports: [CAPSULE_RUN] },

@@ -53,6 +53,12 @@ export const fixtures = {
     world: "echo-tool",
     behaviour: "exports murmur:tool/run@0.1.0: status passed, summary \"ok\", data = input.data"
   },
+  "tool-flood-output": {
+    kind: "js",
+    source: "js/tool-flood-output.js",
+    world: "tool-flood",
+    behaviour: "input.data {\"mib\": n}: writes n MiB of \"x\" to stdout in 1 MiB writes; returns passed, data = n"
+  },
   "scripted-driver": {
     kind: "js",
     source: "js/scripted-driver.js",

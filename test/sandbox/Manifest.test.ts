@@ -132,6 +132,7 @@ shell:
     - binary: git
       source_path: /opt/git
       pin: " git-2.43 "
+  max_output_bytes: 1048576
 spawn:
   allow: [helper]
 env:
@@ -159,7 +160,8 @@ containment: " sealed "`))
         stripEnv: ["AWS_*"],
         baselineEnv: [],
         interpreterRuntime: [{ binary: "python3", dirs: [{ path: "/usr/lib/python3.11", listDir: true }] }],
-        stagedRuntime: [{ binary: "git", sourcePath: "/opt/git", pin: "git-2.43" }]
+        stagedRuntime: [{ binary: "git", sourcePath: "/opt/git", pin: "git-2.43" }],
+        maxOutputBytes: 1048576
       },
       spawn: { allow: ["helper"] },
       env: { allow: ["MY_REGION"] },
@@ -357,6 +359,7 @@ const badManifests: ReadonlyArray<Bad> = [
   ["top-level config", `${HEAD}config: { a: 1 }\n`, capErr("config", "is declared per artifact, on the 'runtime: hook', 'runtime: tool' or 'runtime: driver' entry that reads it — there is no capsule-wide config block")],
   ["empty shell allow", withCapabilities("shell: { allow: [] }"), capErr("capabilities.shell.allow", "must contain at least one binary")],
   ["shell block without allow", withCapabilities("shell: { strip_env: [X] }"), capErr("capabilities.shell.allow", "must contain at least one binary")],
+  ["zero shell max_output_bytes", withCapabilities("shell: { allow: [sh], max_output_bytes: 0 }"), capErr("capabilities.shell.max_output_bytes", "must be greater than zero")],
   ["zero memory_bytes", withCapabilities("limits: { memory_bytes: 0 }"), capErr("capabilities.limits.memory_bytes", "must be greater than zero")],
   ["zero table_elements", withCapabilities("limits: { table_elements: 0 }"), capErr("capabilities.limits.table_elements", "must be greater than zero")],
   ["zero instances", withCapabilities("limits: { instances: 0 }"), capErr("capabilities.limits.instances", "must be greater than zero")],

@@ -132,25 +132,61 @@ describe("Shell", () => {
       assert.strictEqual(killed.exitCode, 143)
     }).pipe(Effect.provide(layer())))
 
-  it.live("caps each stream at 16 KiB and writes the full output to logs/shell-<ms>.log", () =>
+  it.live("gives the model each stream's first 12 KiB and last 4 KiB past 16 KiB, and writes the full output to logs/shell-<ms>.log", () =>
     Effect.gen(function*() {
       const dir = workdir()
-      const command = "printf '%020000d' 7; printf 'e%.0s' 1 2 3 >&2"
+      const command = "printf '%019999d' 7; printf 'E'; printf 'e%.0s' 1 2 3 >&2"
       const outcome = finished(yield* (yield* Shell).run(request(dir, "sh", command)))
       const result = outcome.result
       const path = result.metadata[0]![1]
       assert.match(path, /^logs\/shell-\d{13}\.log$/)
       assert.deepStrictEqual(result.metadata, [["full_output_path", path]])
       assert.strictEqual(result.truncated, true)
-      const stdout = "0".repeat(19_999) + "7"
+      assert.strictEqual(outcome.outputPath, path)
+      assert.strictEqual(outcome.droppedBytes, undefined)
+      assert.strictEqual(outcome.stdoutBytes, 20_000)
+      const stdout = "0".repeat(19_998) + "7E"
+      const shown = `${stdout.slice(0, 12 * 1024)}\n[... ${20_000 - MAX_SHELL_OUTPUT_BYTES} bytes omitted ...]\n${stdout.slice(-4 * 1024)}`
       assert.strictEqual(
         result.data,
-        `$ ${command}\nExit code: 0\nStdout:\n${stdout.slice(0, MAX_SHELL_OUTPUT_BYTES)}\nStderr:\neee\n\nOutput truncated. Full output written to ${path}`
+        `$ ${command}\nExit code: 0\nStdout:\n${shown}\nStderr:\neee\n\nOutput truncated. Full output written to ${path}`
       )
       assert.strictEqual(
         readFileSync(join(dir, path), "utf8"),
         `Command: sh -c ${command}\nExit code: 0\n\nStdout:\n${stdout}\n\nStderr:\neee\n`
       )
+      // The spill files behind the log were unlinked when made.
+      assert.deepStrictEqual(readdirSync(join(dir, "logs")), [path.slice("logs/".length)])
+    }).pipe(Effect.provide(layer())))
+
+  it.live("a command writing past max_output_bytes is killed there: the log holds exactly the cap, the result says what was dropped", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      // `yes` never ends by itself: only the cap stops it.
+      const outcome = finished(yield* (yield* Shell).run(request(dir, "yes", "", { maxOutputBytes: 100_000 })))
+      assert.strictEqual(outcome.exitCode, 137)
+      assert.isAtLeast(outcome.stdoutBytes, 100_000)
+      assert.strictEqual(outcome.droppedBytes, outcome.stdoutBytes - 100_000)
+      const path = outcome.outputPath!
+      const note = `Output reached the cap of 100000 bytes (capabilities.shell.max_output_bytes): the command was killed and output cut there; ${outcome.droppedBytes} bytes read past the cap were dropped.`
+      assert.strictEqual(outcome.result.truncated, true)
+      assert.isTrue(outcome.result.data!.endsWith(`\n\nOutput truncated. Full output written to ${path}\n${note}`))
+      assert.include(outcome.result.data!, `\n[... ${100_000 - MAX_SHELL_OUTPUT_BYTES} bytes omitted ...]\n`)
+      assert.strictEqual(
+        readFileSync(join(dir, path), "utf8"),
+        `Command: yes\nExit code: 137\n\nStdout:\n${"y\n".repeat(50_000)}\n\nStderr:\n\n${note}\n`
+      )
+    }).pipe(Effect.provide(layer())))
+
+  it.live("the cap counts both streams together, and a small cap below 16 KiB still cuts and logs", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      const outcome = finished(yield* (yield* Shell).run(request(dir, "sh", "printf '%0600d' 1 >&2; printf '%0600d' 2", { maxOutputBytes: 1000 })))
+      assert.strictEqual(outcome.stderrBytes + outcome.stdoutBytes - outcome.droppedBytes!, 1000)
+      // Which pipe is read first is the event loop's choice: the two kept parts add up to the cap.
+      const log = readFileSync(join(dir, outcome.outputPath!), "utf8")
+      const [, out, err] = /\n\nStdout:\n(0*2?)\n\nStderr:\n(0*1?)\nOutput reached the cap of 1000 bytes/.exec(log)!
+      assert.strictEqual(out!.length + err!.length, 1000)
     }).pipe(Effect.provide(layer())))
 
   it.live("builds the env from nothing: baseline + runtime + baseline_env, credentials stripped, HOME redirected, cwd = workdir", () =>
@@ -263,6 +299,19 @@ describe("Shell", () => {
       assert.notInclude(completionMessage(completion), "finished-marker")
       assert.include(completionMessage(completion), `work_id: ${workId}\n`)
       assert.deepStrictEqual(yield* registry.list(), [])
+    }).pipe(Effect.provide(layer())))
+
+  it.live("detached work is capped too: killed at the cap, its log holds the cap, the completion says what was dropped", () =>
+    Effect.gen(function*() {
+      const dir = workdir()
+      const outcome = detached(yield* (yield* Shell).run(request(dir, "sh", "sleep 0.2; exec yes", { graceSeconds: 0, maxOutputBytes: 40_000 })))
+      const completion = yield* outcome.completion
+      assert.strictEqual(completion.exitCode, 137)
+      assert.isDefined(completion.droppedBytes)
+      const log = readFileSync(join(dir, completion.outputPath), "utf8")
+      assert.strictEqual(completion.outputBytes, Buffer.byteLength(log))
+      assert.include(log, `\n\nStdout:\n${"y\n".repeat(20_000)}\n\nStderr:\n\nOutput reached the cap of 40000 bytes`)
+      assert.include(completionMessage(completion), `output_cap: reached; the command was killed and ${completion.droppedBytes} bytes read past the cap were dropped`)
     }).pipe(Effect.provide(layer())))
 
   it.live("grace 0 detaches at the first poll; cancelling the caller leaves detached work running", () =>

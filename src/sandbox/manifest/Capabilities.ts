@@ -38,7 +38,9 @@ export const ShellCapabilities = Schema.Struct({
   stripEnv: Strings,
   baselineEnv: Strings,
   interpreterRuntime: Schema.Array(InterpreterRuntimeGrant),
-  stagedRuntime: Schema.Array(StagedRuntimeGrant)
+  stagedRuntime: Schema.Array(StagedRuntimeGrant),
+  /** Absent: the runtime's default (../ShellOutput.ts). */
+  maxOutputBytes: exact(Schema.Number)
 })
 export const AllowList = Schema.Struct({ allow: Strings })
 
@@ -117,7 +119,8 @@ export const capabilitiesSpec = {
     strip_env: strings,
     baseline_env: strings,
     interpreter_runtime: list(blockItem({ binary: optString, dirs: list(blockItem({ path: optString, list_dir: optBool })) })),
-    staged_runtime: list(blockItem({ binary: optString, source_path: optString, pin: optString }))
+    staged_runtime: list(blockItem({ binary: optString, source_path: optString, pin: optString })),
+    max_output_bytes: u64
   }),
   spawn: block(allowSpec),
   env: block(allowSpec),
@@ -218,7 +221,15 @@ const lowerShell = (raw: RawShell): typeof ShellCapabilities.Type => {
       refuse(invalidCapability(`${base}.pin`, `'${sourcePath}' must declare a non-empty pin identifying which build this tree is — it is never inferred, because it is the value a human compares across two hosts to confirm the same runtime shipped to both`))
     return { binary, sourcePath, pin }
   })
-  return { allow, stripEnv: raw.strip_env ?? [], baselineEnv: raw.baseline_env ?? [], interpreterRuntime, stagedRuntime }
+  const maxOutputBytes = positive("capabilities.shell.max_output_bytes", raw.max_output_bytes)
+  return {
+    allow,
+    stripEnv: raw.strip_env ?? [],
+    baselineEnv: raw.baseline_env ?? [],
+    interpreterRuntime,
+    stagedRuntime,
+    ...(maxOutputBytes === undefined ? {} : { maxOutputBytes })
+  }
 }
 
 const positive = (field: string, value: number | undefined): number | undefined => {

@@ -7,6 +7,7 @@
 import { Schema } from "effect"
 import { flag, oneOf, opt, section, strings, text, u32, u64 } from "./DocumentFields.js"
 import { RESOURCE_FIELDS } from "./Capabilities.js"
+import { DEFAULT_MAX_OUTPUT_BYTES } from "../ShellGrant.js"
 
 const RESOURCE_HELP: Readonly<Record<(typeof RESOURCE_FIELDS)[number], string>> = {
   max_processes: "Most processes a shell command may run (RLIMIT_NPROC, under the sealed tier).",
@@ -65,7 +66,11 @@ export const CapabilitiesDocument = Schema.Struct({
         pin: text({ description: "Its expected digest (required, non-empty)." })
       })),
       { description: "Binaries bound into the sealed root; needs containment: sealed (E-CAP-004).", default: [] }
-    )
+    ),
+    max_output_bytes: u64({
+      description: "Most output (stdout and stderr together) one shell command may write; past it the command is killed and the rest dropped. Bounds its log file too.",
+      default: DEFAULT_MAX_OUTPUT_BYTES
+    })
   }, { description: "The shell tool: which binaries the agent may run and with what environment." }),
   spawn: section(allowList("Capsule names the delegate-task tool may start (each resolves to a capsule directory)."), {
     description: "Offers the delegate-task tool: child capsules run as their own processes."

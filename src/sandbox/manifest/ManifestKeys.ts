@@ -66,6 +66,7 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "shell.staged_runtime[].binary": enforced("src/sandbox/containment"),
   "shell.staged_runtime[].source_path": enforced("src/sandbox/containment"),
   "shell.staged_runtime[].pin": enforced("src/sandbox/manifest/Capabilities.ts (required, non-empty)"),
+  "shell.max_output_bytes": enforced("src/sandbox/ShellOutput.ts (the command is killed past it; its log holds no more)"),
   "spawn": enforced("src/agent/DelegationLauncher.ts (delegate-task)"),
   "spawn.allow[]": enforced("src/agent/DelegationLauncher.ts (only these names start; each resolves to a capsule directory)"),
   "env": enforced("src/sandbox/EnvGrant.ts"),

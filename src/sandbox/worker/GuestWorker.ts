@@ -17,6 +17,7 @@ import type { CodeCacheUse, FailureReason, GuestJob, GuestStart, LoadedGuest, Ru
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
 import { GROW_FAILED_EXPORT } from "../GrowFailedExport.js"
+import { MAX_GUEST_OUTPUT_BYTES, runOutputCapNote } from "../GuestOutput.js"
 import { capMessage, isMemoryLimit, type MemoryState } from "../MemoryVerdict.js"
 import { GuestExit, wasiImports } from "./WasiImports.js"
 
@@ -109,10 +110,17 @@ const classify = (error: unknown): Failure => {
   return new Failure("Trap", error instanceof Error ? error.message : String(error))
 }
 
-const sinks = {
-  stdout: (bytes: Uint8Array) => channel.post({ type: "stdout", bytes }),
-  stderr: (bytes: Uint8Array) => channel.post({ type: "stderr", bytes })
+/** Guest output forwarded so far in this run (the worker serves one run); past the cap, one note. */
+let forwarded = 0
+const forward = (type: "stdout" | "stderr") => (bytes: Uint8Array) => {
+  if (forwarded > MAX_GUEST_OUTPUT_BYTES || bytes.length === 0) return
+  const room = MAX_GUEST_OUTPUT_BYTES - forwarded
+  forwarded += bytes.length
+  if (bytes.length <= room) return channel.post({ type, bytes })
+  if (room > 0) channel.post({ type, bytes: bytes.subarray(0, room) })
+  channel.post({ type: "stderr", bytes: new TextEncoder().encode(runOutputCapNote) })
 }
+const sinks = { stdout: forward("stdout"), stderr: forward("stderr") }
 
 interface Glue {
   readonly exports: any
