@@ -179,6 +179,14 @@ export { DoorTokensRefused, makeDoorCredentials } from "./http/DoorCredentials.j
  * @category models
  */
 export type { DoorCredentials } from "./http/DoorCredentials.js"
+
+/**
+ * A door scope (`send`, `read`, `cancel`, `stop`, `watch`, `resources`, `complete`, `admin`) and
+ * a principal: a named token's holder with its scopes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type { DoorScope, Principal } from "./http/DoorScopes.js"
 
 // =============================================================================================
