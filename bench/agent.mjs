@@ -20,13 +20,13 @@
  * BENCH_AGENT_LABEL names the result file (agent-<date>-<label>.json; BENCH_DATE overrides the date).
  * BENCH_AGENT_NODE_FLAGS adds node flags to the served process (e.g. --cpu-prof).
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
+import { serveJson } from "./serve-json.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const fixtures = JSON.parse(fs.readFileSync(path.join(root, ".cache/bench/agent-fixtures.json"), "utf8"))
@@ -47,23 +47,7 @@ const quantile = (xs, q) => {
 const stats = (xs) => ({ n: xs.length, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), min: Math.min(...xs), max: Math.max(...xs) })
 const round = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === "number" ? Math.round(v * 100) / 100 : v]))
 
-const serve = () =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, path.join(root, "dist/main.js"), "serve", fixtures.dir, "--json"], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let out = ""
-    let err = ""
-    child.stderr.on("data", (c) => (err += c))
-    child.stdout.on("data", (c) => {
-      out += c
-      const end = out.indexOf("\n")
-      if (end >= 0) resolve({ child, listening: JSON.parse(out.slice(0, end)) })
-    })
-    child.on("exit", (code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)))
-    setTimeout(() => reject(new Error(`serve did not listen in 60 s: ${err}`)), 60_000)
-  })
+const serve = () => serveJson({ root, dir: fixtures.dir, nodeFlags: NODE_FLAGS, env: { CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir } })
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
 let nextId = 1

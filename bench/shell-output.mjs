@@ -12,12 +12,12 @@
  * costs (driver worker, trace, the shell call itself) is told apart from what the output costs.
  * Writes bench/results/shell-output-<date>.json.
  */
-import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { serveJson } from "./serve-json.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const fixtures = JSON.parse(fs.readFileSync(path.join(root, ".cache/bench/agent-fixtures.json"), "utf8"))
@@ -25,23 +25,7 @@ const TASKS = Number(process.env.BENCH_SHELL_OUTPUT_TASKS ?? 3)
 const DATE = process.env.BENCH_DATE || new Date().toISOString().slice(0, 10)
 const MiB = 1024 * 1024
 
-const serve = (dir, extraEnv) =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(root, "dist/main.js"), "serve", dir, "--json"], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir, ...extraEnv },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let out = ""
-    let err = ""
-    child.stderr.on("data", (c) => (err += c))
-    child.stdout.on("data", (c) => {
-      out += c
-      const end = out.indexOf("\n")
-      if (end >= 0) resolve({ child, listening: JSON.parse(out.slice(0, end)) })
-    })
-    child.on("exit", (code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)))
-    setTimeout(() => reject(new Error(`serve did not listen in 60 s: ${err}`)), 60_000)
-  })
+const serve = (dir, extraEnv) => serveJson({ root, dir, env: { CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir, ...extraEnv } })
 
 let nextId = 1
 const rpc = (url, method, params) =>

@@ -7,6 +7,7 @@
  */
 import type { EgressFields } from "../sandbox/egress/EgressProxy.js"
 import type { Lane, Origin, Trust } from "../services/Task.js"
+import type { RecordTrim } from "./Conversations.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
 
@@ -245,14 +246,8 @@ export interface A2aSendFields {
 }
 
 /** A threaded capsule's record passed `context.record_max_bytes` or `record_max_turns`: its oldest turns were dropped. */
-export interface ConversationTrimmedFields {
+export interface ConversationTrimmedFields extends RecordTrim {
   readonly task_id: string
-  readonly context_id: string
-  readonly limit: "max_bytes" | "max_turns"
-  readonly dropped_turns: number
-  readonly dropped_bytes: number
-  readonly kept_turns: number
-  readonly kept_bytes: number
 }
 
 /** The typed events; any other event type takes free-form fields. */

@@ -1,0 +1,22 @@
+// Starts `node <flags> dist/main.js serve <dir> --json` with a bare environment and resolves once
+// its listening line is out: the agent benches' one way of standing up a served capsule.
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+
+export const serveJson = ({ root, dir, nodeFlags = [], env }) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...nodeFlags, path.join(root, "dist/main.js"), "serve", dir, "--json"], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    let err = ""
+    child.stderr.on("data", (c) => (err += c))
+    child.stdout.on("data", (c) => {
+      out += c
+      const end = out.indexOf("\n")
+      if (end >= 0) resolve({ child, listening: JSON.parse(out.slice(0, end)) })
+    })
+    child.on("exit", (code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)))
+    setTimeout(() => reject(new Error(`serve did not listen in 60 s: ${err}`)), 60_000)
+  })
