@@ -115,7 +115,7 @@ const started = Date.now()
 const load = fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).map(Number)
 const { child, listening } = await serve()
 const exited = new Promise((r) => child.on("exit", r))
-const { url, workdir } = listening
+const { url, records } = listening
 const w = await watch(url)
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -168,7 +168,7 @@ await exited
 agent.destroy()
 
 // Split per task from trace.jsonl (unix-ms timestamps, so each interval is ±1 ms).
-const lines = fs.readFileSync(path.join(workdir, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
+const lines = fs.readFileSync(path.join(records, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
 const byTask = new Map()
 for (const line of lines) {
   if (!line.task_id) continue

@@ -43,9 +43,9 @@ const run = (dir, workdir) =>
     child.on("exit", (code) => (code === 0 ? resolve({ listeningMs, lines: out.trim().split("\n").map((l) => JSON.parse(l)) }) : reject(new Error(`run ${dir} exited ${code}`))))
   })
 
-/** With `--workdir` the session's records live in `<workdir>/.murmur/<session>/`. */
-const traceOf = (workdir, sessionId) =>
-  fs.readFileSync(path.join(workdir, ".murmur", sessionId, "trace.jsonl"), "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
+/** The session's records (its `--json` lines name them), beneath the capsule directory. */
+const traceOf = (records) =>
+  fs.readFileSync(path.join(records, "trace.jsonl"), "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "bench-delegation-"))
 const bare = []
@@ -56,7 +56,7 @@ try {
     bare.push((await run(path.join(root, "examples/hello"), path.join(scratch, `hello-${i}`))).listeningMs)
     const workdir = path.join(scratch, `parent-${i}`)
     const { lines } = await run(path.join(root, "examples/delegation"), workdir)
-    const trace = traceOf(workdir, lines[0].session_id)
+    const trace = traceOf(lines[0].records)
     const started = trace.find((l) => l.event_type === "delegation_start")
     const decided = trace.find((l) => l.event_type === "inference" && l.tool_name === "delegate-task")
     const completion = trace.find((l) => l.event_type === "task_start" && l.delegation_id === started.delegation_id)

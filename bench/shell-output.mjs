@@ -52,7 +52,7 @@ fs.writeFileSync(manifest, fs.readFileSync(manifest, "utf8").replace("-c 1000000
 const measureTier = async (tier, dir = fixtures.shellOutputDir) => {
   const { child, listening } = await serve(dir, tier.startsWith("advisory") ? { MURMUR_BWRAP: "/bin/false" } : {})
   const exited = new Promise((r) => child.on("exit", r))
-  const { url, workdir } = listening
+  const { url, workdir, records } = listening
   const idle = status(child.pid, "VmRSS")
   const tasks = []
   for (let i = 0; i < TASKS; i++) {
@@ -63,8 +63,8 @@ const measureTier = async (tier, dir = fixtures.shellOutputDir) => {
     if (reply.error || reply.result.status.state !== "completed") throw new Error(`task ended ${JSON.stringify(reply.error ?? reply.result.status)}`)
     tasks.push({ startRss: start, peak: status(child.pid, "VmHWM"), wallMs: Date.now() - t0 })
   }
-  const shells = fs.readFileSync(path.join(workdir, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.event_type === "shell")
-  const containment = JSON.parse(fs.readFileSync(path.join(workdir, "trace.jsonl"), "utf8").split("\n")[0]).containment_achieved
+  const shells = fs.readFileSync(path.join(records, "trace.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.event_type === "shell")
+  const containment = JSON.parse(fs.readFileSync(path.join(records, "trace.jsonl"), "utf8").split("\n")[0]).containment_achieved
   child.kill("SIGTERM")
   await exited
   return {
