@@ -31,8 +31,6 @@ import {
   mkdirSync,
   openSync,
   readSync,
-  renameSync,
-  unlinkSync,
   writeSync
 } from "node:fs"
 import { join } from "node:path"
@@ -42,7 +40,7 @@ import { DEFAULT_RECORD_MAX_BYTES, DEFAULT_RECORD_MAX_TURNS } from "../sandbox/m
 import * as WorkdirFs from "../sandbox/WorkdirFs.js"
 import type { Message } from "./DriverProtocol.js"
 
-const { O_CREAT, O_APPEND, O_NOFOLLOW, O_RDONLY, O_RDWR, O_EXCL, O_WRONLY } = constants
+const { O_CREAT, O_APPEND, O_NOFOLLOW, O_RDONLY, O_RDWR } = constants
 
 interface ConversationRecord {
   readonly v: 1
@@ -255,24 +253,9 @@ const makeConversations = (options: ConversationsOptions): Conversations["Type"]
       }
     })
 
-  /** Replaces the file with `text` whole: a fresh temporary file, fsynced, renamed over it. */
+  /** Replaces the file with `text` whole (WorkdirFs.replace: fsynced, renamed over it, no link followed). */
   const rewrite = (contextId: string, text: string) =>
-    inContext(contextId, (entry) => {
-      const temporary = `.${FILE}.${process.pid}.tmp`
-      try {
-        unlinkSync(entry(temporary))
-      } catch {
-        // none left over
-      }
-      const fd = openSync(entry(temporary), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
-      try {
-        writeSync(fd, text)
-        fsyncSync(fd)
-      } finally {
-        closeSync(fd)
-      }
-      renameSync(entry(temporary), entry(FILE))
-    })
+    inContext(contextId, () => WorkdirFs.replace(store!.root, join(directoryOf(contextId), FILE), text, 0o600))
 
   const append = (contextId: string, taskId: string, messages: ReadonlyArray<Message>): RecordTrim | undefined => {
     if (messages.length === 0) return undefined

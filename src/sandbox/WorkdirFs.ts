@@ -14,6 +14,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  fsyncSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -177,7 +178,7 @@ export const write = (workdir: string, path: string, content: string | Uint8Arra
 
 /**
  * Writes `content` as `path` whole: into `<name>.tmp` beside it (never through a link planted
- * there), then renamed over it, so a reader sees the old file or the new one, never half; the
+ * there), fsynced, then renamed over it, so a reader sees the old file or the new one, never half; the
  * rename replaces a link at `path`, never follows it.
  */
 export const replace = (workdir: string, path: string, content: string | Uint8Array, mode = 0o666): void => {
@@ -194,7 +195,11 @@ export const replace = (workdir: string, path: string, content: string | Uint8Ar
       if ((error as NodeJS.ErrnoException).code === "ELOOP") throw new WorkdirPathRefused({ path, component: `${parts.join("/")}.tmp`, reason: "SymbolicLink" })
       throw error
     }
-    withFd(fd, (fd) => writeFileSync(fd, content))
+    // fsync before the rename: after a crash the name holds the old content or the new, whole.
+    withFd(fd, (fd) => {
+      writeFileSync(fd, content)
+      fsyncSync(fd)
+    })
     renameSync(temporary, directory.entry(name))
   })
 }
