@@ -26,7 +26,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
-import { serveJson } from "./serve-json.mjs"
+import { jsonRpc, serveJson } from "./serve-json.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const fixtures = JSON.parse(fs.readFileSync(path.join(root, ".cache/bench/agent-fixtures.json"), "utf8"))
@@ -50,19 +50,8 @@ const round = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, ty
 const serve = () => serveJson({ root, dir: fixtures.dir, nodeFlags: NODE_FLAGS, env: { CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir } })
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+const rpc = jsonRpc(agent)
 let nextId = 1
-const rpc = (url, method, params) =>
-  new Promise((resolve, reject) => {
-    const body = JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params })
-    const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (c) => (text += c))
-      res.on("end", () => resolve(JSON.parse(text)))
-    })
-    req.on("error", reject)
-    req.end(body)
-  })
 const message = (text) => ({ messageId: `msg-${nextId++}`, role: "user", parts: [{ kind: "text", text }] })
 
 /** One long-lived stream/watch: records when each task's final status frame arrives. */

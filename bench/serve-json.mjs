@@ -1,6 +1,7 @@
 // Starts `node <flags> dist/main.js serve <dir> --json` with a bare environment and resolves once
 // its listening line is out: the agent benches' one way of standing up a served capsule.
 import { spawn } from "node:child_process"
+import * as http from "node:http"
 import * as path from "node:path"
 
 export const serveJson = ({ root, dir, nodeFlags = [], env }) =>
@@ -20,3 +21,20 @@ export const serveJson = ({ root, dir, nodeFlags = [], env }) =>
     child.on("exit", (code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)))
     setTimeout(() => reject(new Error(`serve did not listen in 60 s: ${err}`)), 60_000)
   })
+
+/** A JSON-RPC caller over `agent` (Node's default when absent), with its own id sequence. */
+export const jsonRpc = (agent) => {
+  let nextId = 1
+  return (url, method, params) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params })
+      const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (c) => (text += c))
+        res.on("end", () => resolve(JSON.parse(text)))
+      })
+      req.on("error", reject)
+      req.end(body)
+    })
+}

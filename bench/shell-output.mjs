@@ -13,11 +13,10 @@
  * Writes bench/results/shell-output-<date>.json.
  */
 import * as fs from "node:fs"
-import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { serveJson } from "./serve-json.mjs"
+import { jsonRpc, serveJson } from "./serve-json.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const fixtures = JSON.parse(fs.readFileSync(path.join(root, ".cache/bench/agent-fixtures.json"), "utf8"))
@@ -27,19 +26,8 @@ const MiB = 1024 * 1024
 
 const serve = (dir, extraEnv) => serveJson({ root, dir, env: { CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir, ...extraEnv } })
 
+const rpc = jsonRpc()
 let nextId = 1
-const rpc = (url, method, params) =>
-  new Promise((resolve, reject) => {
-    const body = JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params })
-    const req = http.request(url, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (c) => (text += c))
-      res.on("end", () => resolve(JSON.parse(text)))
-    })
-    req.on("error", reject)
-    req.end(body)
-  })
 
 const status = (pid, field) => Number(new RegExp(`${field}:\\s*(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024
 const mib = (bytes) => Math.round((bytes / MiB) * 10) / 10
