@@ -10,6 +10,8 @@ export const serveJson = ({ root, dir, nodeFlags = [], env }) =>
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
+    // A bench that throws must not leave its served runtime behind.
+    process.once("exit", () => child.kill("SIGKILL"))
     let out = ""
     let err = ""
     child.stderr.on("data", (c) => (err += c))
