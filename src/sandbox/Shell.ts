@@ -134,6 +134,12 @@ export class Shell extends Context.Tag("capsule-runtime/sandbox/Shell")<Shell, {
 interface Running {
   readonly proc: ChildProcess
   readonly pid: number
+  /**
+   * The sealed sandbox's first process (host pid), once bwrap reports it. With `--new-session` it is
+   * not in bwrap's group, and its parent-death signal is off for a moment while the launcher
+   * changes uid: a bwrap killed then would leave it behind, so kills reach it by pid as well.
+   */
+  sandboxPid: number | undefined
   readonly startedAt: number
   readonly output: OutputCapture
   /** The direct child exited. */
@@ -158,13 +164,14 @@ const spawnChild = (binary: string, line: CommandLine, env: Record<string, strin
       stream?.on("error", () => {})
       stream?.end(data)
     })
-    if (line.idMap !== undefined) {
-      const kill = () => proc.pid !== undefined && signalGroup({ pid: proc.pid }, "SIGKILL")
-      writeIdMaps(line.idMap, proc.stdio[line.idMap.infoFd] as Readable, proc.stdio[line.idMap.blockFd] as Writable, kill)
-    }
     const exited = Deferred.unsafeMake<void>(FiberId.none)
     const closed = Deferred.unsafeMake<number>(FiberId.none)
-    const running: Running = { proc, pid: proc.pid ?? -1, startedAt: performance.now(), output, exited, closed }
+    const running: Running = { proc, pid: proc.pid ?? -1, sandboxPid: undefined, startedAt: performance.now(), output, exited, closed }
+    if (line.idMap !== undefined) {
+      writeIdMaps(line.idMap, proc.stdio[line.idMap.infoFd] as Readable, proc.stdio[line.idMap.blockFd] as Writable, () => signalGroup(running, "SIGKILL"), (pid) => {
+        running.sandboxPid = pid
+      })
+    }
     const take = (name: "stdout" | "stderr") => (chunk: Buffer) => {
       if (output.take(name, chunk)) return
       // Past the cap: the command goes, and a writer that left its group meets a closed pipe.
@@ -182,11 +189,19 @@ const spawnChild = (binary: string, line: CommandLine, env: Record<string, strin
     })
   })
 
-const signalGroup = (running: Pick<Running, "pid">, signal: NodeJS.Signals) => {
+const signalGroup = (running: Pick<Running, "pid" | "sandboxPid">, signal: NodeJS.Signals) => {
   try {
     process.kill(-running.pid, signal)
   } catch {
     // the group is gone
+  }
+  // A pid namespace's first process takes only SIGKILL from outside; its end ends the namespace.
+  if (signal === "SIGKILL" && running.sandboxPid !== undefined) {
+    try {
+      process.kill(running.sandboxPid, signal)
+    } catch {
+      // gone already
+    }
   }
 }
 
@@ -199,7 +214,8 @@ const releasePipes = (running: Running) => {
 const terminate = (running: Running, killGraceMs: number) =>
   Effect.gen(function*() {
     signalGroup(running, "SIGTERM")
-    const closed = yield* Deferred.await(running.closed).pipe(Effect.timeoutOption(Duration.millis(killGraceMs)))
+    // Run from interrupt handlers: an uninterruptible await would make the timeout wait for it.
+    const closed = yield* Effect.interruptible(Deferred.await(running.closed)).pipe(Effect.timeoutOption(Duration.millis(killGraceMs)))
     if (Option.isSome(closed)) return
     signalGroup(running, "SIGKILL")
     yield* Deferred.await(running.exited)

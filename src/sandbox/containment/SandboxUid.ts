@@ -34,9 +34,17 @@ export const sandboxIdMap = (infoFd: number, blockFd: number): SandboxIdMap => {
 /**
  * Writes the maps for the child bwrap names on `info`, then releases it on `block`. Anything
  * missing or failing kills the command (`kill`) instead: an unmapped child would not start anyway
- * (the launcher cannot become an unmapped uid), this only makes it prompt.
+ * (the launcher cannot become an unmapped uid), this only makes it prompt. `onChild` learns the
+ * child's host pid: the uid change clears its parent-death signal until the launcher re-arms it, so
+ * a bwrap killed in that window leaves the command running unless it is signalled itself.
  */
-export const writeIdMaps = (map: SandboxIdMap, info: Readable, block: Writable, kill: () => void): void => {
+export const writeIdMaps = (
+  map: SandboxIdMap,
+  info: Readable,
+  block: Writable,
+  kill: () => void,
+  onChild: (pid: number) => void = () => {}
+): void => {
   const chunks: Array<Buffer> = []
   let size = 0
   info.on("error", () => {})
@@ -50,6 +58,7 @@ export const writeIdMaps = (map: SandboxIdMap, info: Readable, block: Writable, 
     try {
       const pid: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"))["child-pid"]
       if (size > 4096 || typeof pid !== "number" || !Number.isInteger(pid) || pid <= 1) throw new Error("no child pid")
+      onChild(pid)
       writeFileSync(`/proc/${pid}/uid_map`, map.uidMap)
       writeFileSync(`/proc/${pid}/gid_map`, map.gidMap)
       // The sandbox inherits bwrap's copy of this fd: our end is closed once the byte is out.
