@@ -21,7 +21,7 @@ import { readBody } from "../dist/http/Body.js"
 import { DoorConfig, defaultDoorSettings } from "../dist/http/DoorConfig.js"
 import * as NodeDoorAdapter from "../dist/http/NodeDoorAdapter.js"
 import { servicesLayer } from "../dist/layers/Main.js"
-import { ScriptedCapsule } from "../dist/services/ScriptedCapsule.js"
+import { ScriptedCapsule } from "../dist/services/EchoCapsule.js"
 import { SessionIdentity } from "../dist/services/SessionIdentity.js"
 
 const variant = process.argv[2] ?? "adapter"

@@ -1,4 +1,4 @@
-// Harness worker for `bench/sandbox.mjs` (bench only): runs dist/sandbox/worker/GuestWorker.js
+// Harness worker for `bench/sandbox.mjs` (bench only): runs dist/sandbox/host/GuestWorker.js
 // exactly as the Sandbox does — GuestWorker loads its imports, then waits for one `{ job }`
 // message on parentPort (the GuestJob, `rpc.port` transferred) — with timestamps around the
 // phases. The main thread sends the job as Sandbox.spawn does: at once after `new Worker` (a
@@ -18,7 +18,7 @@ import { parentPort, workerData } from "node:worker_threads"
 
 const now = () => performance.timeOrigin + performance.now()
 const t = { entry: now() }
-const dist = new URL("../dist/sandbox/worker/", import.meta.url)
+const dist = new URL("../dist/sandbox/host/", import.meta.url)
 // GuestWorker's own static imports, read from its source so the list cannot drift.
 const guestWorker = new URL("GuestWorker.js", dist)
 const deps = [...readFileSync(guestWorker, "utf8").matchAll(/^import [^;]*? from "(\.{1,2}\/[^"]+)"/gm)].map((m) => new URL(m[1], guestWorker).href)

@@ -20,10 +20,10 @@ import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, "..")
 const dist = (path) => import(pathToFileURL(join(root, "dist", path)).href)
-const { ComponentCache } = await dist("sandbox/ComponentCache.js")
+const { ComponentCache } = await dist("sandbox/component/ComponentCache.js")
 const { Sandbox } = await dist("sandbox/Sandbox.js")
-const { loadProject } = await dist("sandbox/CapsuleProject.js")
-const { prepareScript, runScript } = await dist("sandbox/ScriptLaunch.js")
+const { loadProject } = await dist("project/CapsuleProject.js")
+const { prepareScript, runScript } = await dist("script/ScriptLaunch.js")
 
 const env = (name, fallback) => (process.env[name] === undefined || process.env[name] === "" ? fallback : process.env[name])
 const num = (name, fallback) => Number(env(name, fallback))
@@ -146,7 +146,7 @@ const postJob = (worker, prepared) => {
 /** Same worker options as Sandbox.spawn (workerData only for the bench's own workers). */
 const workerOptions = (workerData) => ({ workerData, env: {}, stdout: true, stderr: true, resourceLimits: { maxOldGenerationSizeMb: 256 } })
 const harnessUrl = new URL("./sandbox-worker.mjs", import.meta.url)
-const guestWorkerUrl = pathToFileURL(join(root, "dist/sandbox/worker/GuestWorker.js"))
+const guestWorkerUrl = pathToFileURL(join(root, "dist/sandbox/host/GuestWorker.js"))
 const emptyUrl = new URL("./fixtures/empty-worker.mjs", import.meta.url)
 const spawnWorker = (url, options) => {
   const worker = new Worker(url, options)

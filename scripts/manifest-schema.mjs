@@ -1,5 +1,5 @@
 // `node scripts/manifest-schema.mjs` (after `npm run build`): writes schema/murmur.schema.json
-// from the written-form Effect Schema of murmur.yaml (src/sandbox/manifest/ManifestDocument.ts)
+// from the written-form Effect Schema of murmur.yaml (src/project/manifest/ManifestDocument.ts)
 // and regenerates the key table of docs/manifest.md. test/cli/ManifestSchema.test.ts fails while
 // either checked-in file differs from what this would write.
 import { readFileSync, writeFileSync } from "node:fs"
@@ -8,8 +8,8 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const load = (path) => import(pathToFileURL(join(root, "dist", path)).href)
-const { manifestSchemaText, SCHEMA_PATH } = await load("sandbox/manifest/ManifestSchema.js")
-const { withKeyTable } = await load("sandbox/manifest/ManifestReference.js")
+const { manifestSchemaText, SCHEMA_PATH } = await load("project/manifest/ManifestSchema.js")
+const { withKeyTable } = await load("project/manifest/ManifestReference.js")
 
 writeFileSync(join(root, SCHEMA_PATH), manifestSchemaText())
 const docPath = join(root, "docs", "manifest.md")

@@ -144,7 +144,7 @@ export { doorAddressLayer } from "./http/Door.js"
  * @since 0.1.0
  * @category constructors
  */
-export { loadAnyProject } from "./sandbox/CapsuleProject.js"
+export { loadAnyProject } from "./project/CapsuleProject.js"
 
 /**
  * A loaded capsule directory.
@@ -152,7 +152,7 @@ export { loadAnyProject } from "./sandbox/CapsuleProject.js"
  * @since 0.1.0
  * @category models
  */
-export type { CapsuleProject } from "./sandbox/CapsuleProject.js"
+export type { CapsuleProject } from "./project/CapsuleProject.js"
 
 /**
  * The door's settings.
@@ -263,7 +263,7 @@ export { Capsule } from "./services/Capsule.js"
  * @since 0.1.0
  * @category services
  */
-export { ScriptedCapsule } from "./services/ScriptedCapsule.js"
+export { ScriptedCapsule } from "./services/EchoCapsule.js"
 
 // =============================================================================================
 // Models
@@ -308,7 +308,7 @@ export type { TaskAcceptance } from "./services/TaskRegistry.js"
  * @since 0.1.0
  * @category models
  */
-export type { ScriptedCapsuleConfig } from "./services/ScriptedCapsule.js"
+export type { ScriptedCapsuleConfig } from "./services/EchoCapsule.js"
 
 // =============================================================================================
 // Errors
@@ -344,7 +344,7 @@ export { TaskNotAcceptingInput } from "./services/TaskRunner.js"
  * @since 0.1.0
  * @category errors
  */
-export { ProjectError } from "./sandbox/ProjectError.js"
+export { ProjectError } from "./project/ProjectError.js"
 
 /**
  * A guest run that failed, with its `reason`.

@@ -11,21 +11,21 @@
  */
 import { Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
-import { guestLog } from "../sandbox/ScriptLaunch.js"
-import * as WorkdirFs from "../sandbox/WorkdirFs.js"
+import { guestLog } from "../script/ScriptLaunch.js"
+import * as WorkdirFs from "../records/WorkdirFs.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
-import { Shell } from "../sandbox/Shell.js"
+import { Shell } from "../shell/Shell.js"
 import { laneOf } from "../services/Task.js"
 import { outgoingTraceHeaders } from "../services/Tracing.js"
-import { Trace } from "./Trace.js"
-import type { TaskExitStatus } from "./TraceEvents.js"
+import { Trace } from "../records/Trace.js"
+import type { TaskExitStatus } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
-import { delegateTask } from "./DelegateTask.js"
-import { DelegationLauncher } from "./DelegationLauncher.js"
+import { delegateTask } from "../delegation/DelegateTask.js"
+import { DelegationLauncher } from "../delegation/DelegationLauncher.js"
 import { Conversations } from "./Conversations.js"
-import { PeerFiles } from "./PeerTools.js"
+import { PeerFiles } from "../planes/PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { explainFailure, reasonContext } from "./FailureReason.js"
 import { tokenCounter } from "./Tokens.js"
@@ -47,7 +47,7 @@ import {
   toolMessage,
   userMessage
 } from "./DriverProtocol.js"
-import { append, newTranscript, wireTracer } from "./WireTrace.js"
+import { append, newTranscript, wireTracer } from "../records/WireTrace.js"
 
 export interface AgentOutcome {
   /** What `task_end` records. */

@@ -35,9 +35,9 @@ import {
 } from "node:fs"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import type { ContextRetain } from "../sandbox/manifest/Retention.js"
-import { DEFAULT_RECORD_MAX_BYTES, DEFAULT_RECORD_MAX_TURNS } from "../sandbox/manifest/SessionBlocks.js"
-import * as WorkdirFs from "../sandbox/WorkdirFs.js"
+import type { ContextRetain } from "../project/manifest/Retention.js"
+import { DEFAULT_RECORD_MAX_BYTES, DEFAULT_RECORD_MAX_TURNS } from "../project/manifest/SessionBlocks.js"
+import * as WorkdirFs from "../records/WorkdirFs.js"
 import type { Message } from "./DriverProtocol.js"
 
 const { O_CREAT, O_APPEND, O_NOFOLLOW, O_RDONLY, O_RDWR } = constants

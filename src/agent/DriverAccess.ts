@@ -7,8 +7,8 @@
  */
 import { Redacted } from "effect"
 import type { InferenceGateway } from "../sandbox/GuestJob.js"
-import { type InferenceAuth, KEY_PLACEHOLDER } from "../sandbox/manifest/ArtifactManifest.js"
-import { GATEWAY_AUTHORITY } from "../sandbox/worker/GatewayRewrite.js"
+import { type InferenceAuth, KEY_PLACEHOLDER } from "../project/manifest/ArtifactManifest.js"
+import { GATEWAY_AUTHORITY } from "../sandbox/host/GatewayRewrite.js"
 
 export interface DriverAccess {
   /** Variables the driver gets on top of the runtime's (endpoint override, or the key). */

@@ -6,7 +6,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
-import type { ArtifactManifest } from "../sandbox/manifest/ArtifactManifest.js"
+import type { ArtifactManifest } from "../project/manifest/ArtifactManifest.js"
 import type { Provenance } from "../services/Task.js"
 
 // ---------------------------------------------------------------------------------------------

@@ -7,11 +7,11 @@
  */
 import { realpathSync } from "node:fs"
 import { relative } from "node:path"
-import { refusedAllowEntries } from "../sandbox/EnvGrant.js"
+import { refusedAllowEntries } from "../sandbox/grants/EnvGrant.js"
 import type { GuestGrant } from "../sandbox/GuestJob.js"
-import { appliedContainment } from "../sandbox/containment/ShellContainment.js"
-import { effectiveLimits } from "../sandbox/manifest/Capabilities.js"
-import type { NetworkRule } from "../sandbox/NetworkPolicy.js"
+import { appliedContainment } from "../shell/containment/ShellContainment.js"
+import { effectiveLimits } from "../project/manifest/Capabilities.js"
+import type { NetworkRule } from "../sandbox/grants/NetworkPolicy.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 
 const ruleText = (rule: NetworkRule): string =>

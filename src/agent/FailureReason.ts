@@ -11,9 +11,9 @@
  */
 import { Either, Redacted } from "effect"
 import type { PreparedAgent } from "./AgentLaunch.js"
-import { parseAllowList } from "../sandbox/NetworkPolicy.js"
-import { allows, type NetworkRule } from "../sandbox/NetworkMatch.js"
-import { GATEWAY_AUTHORITY } from "../sandbox/worker/GatewayRewrite.js"
+import { parseAllowList } from "../sandbox/grants/NetworkPolicy.js"
+import { allows, type NetworkRule } from "../sandbox/grants/NetworkMatch.js"
+import { GATEWAY_AUTHORITY } from "../sandbox/host/GatewayRewrite.js"
 
 export interface ReasonContext {
   /** `inference.endpoint` as configured. */

@@ -8,12 +8,12 @@
  * `shell_abandoned` too: nothing is dropped silently.
  */
 import { Context, Effect, FiberSet, Layer, Queue } from "effect"
-import { completionMessage, completionStatus, type DetachedCompletion } from "../sandbox/ShellGrant.js"
+import { completionMessage, completionStatus, type DetachedCompletion } from "../shell/ShellGrant.js"
 import { mintId } from "../services/Ids.js"
-import type { DetachedInfo } from "../sandbox/Shell.js"
+import type { DetachedInfo } from "../shell/Shell.js"
 import type { Trust } from "../services/Task.js"
 import { TaskRunner } from "../services/TaskRunner.js"
-import { Trace } from "./Trace.js"
+import { Trace } from "../records/Trace.js"
 
 /** A finished detached command and the trust of the task that started it. */
 export interface FollowedCompletion {

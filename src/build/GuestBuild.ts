@@ -99,7 +99,7 @@ export const isUpToDate = (guest: GuestDir): boolean => {
 const checkWorld = async (bytes: Uint8Array, guest: GuestDir) => {
   // jco and effect are loaded only when something is built: `npm start`'s up-to-date check skips them.
   const { componentWit } = await import("@bytecodealliance/jco")
-  const { parseWorld, runnableAs, unsupported } = await import("../sandbox/ComponentWorld.js")
+  const { parseWorld, runnableAs, unsupported } = await import("../sandbox/component/ComponentWorld.js")
   const world = parseWorld(await componentWit(bytes))
   const problems = unsupported(world).map((problem) => problem.message)
   if (!runnableAs(world).includes(guest.role)) {

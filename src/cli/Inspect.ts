@@ -6,8 +6,8 @@
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect } from "effect"
-import { readWorld, runnableAs, supportedMurmur, unsupported } from "../sandbox/ComponentWorld.js"
-import { digestOf, foldExtendedConst } from "../sandbox/ComponentCache.js"
+import { readWorld, runnableAs, supportedMurmur, unsupported } from "../sandbox/component/ComponentWorld.js"
+import { digestOf, foldExtendedConst } from "../sandbox/component/ComponentCache.js"
 import { exitWith } from "./Exit.js"
 import { existingArg } from "./Flags.js"
 

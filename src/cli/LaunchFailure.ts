@@ -4,7 +4,7 @@
  */
 import { Console, Effect } from "effect"
 import { HostEnvironment, SandboxLive } from "../layers/Host.js"
-import type { ProjectError } from "../sandbox/ProjectError.js"
+import type { ProjectError } from "../project/ProjectError.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
 import { type ExitStatus, exitWith } from "./Exit.js"
 

@@ -4,7 +4,7 @@
  * is not pruned: a warning says so and the launch goes on.
  */
 import { Console, Effect } from "effect"
-import { pruneSessions } from "../sandbox/SessionRetention.js"
+import { pruneSessions } from "../records/SessionRetention.js"
 
 /** Prunes before session `sessionId` (this process) starts, and marks it running so no later prune deletes it. */
 export const keepNewest = (capsuleDir: string, keep: number, sessionId: string) =>

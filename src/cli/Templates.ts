@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
 import { repoRoot } from "../build/GuestWit.js"
-import { SCHEMA_PATH } from "../sandbox/manifest/ManifestSchema.js"
+import { SCHEMA_PATH } from "../project/manifest/ManifestSchema.js"
 
 export type TemplateKind = "agent" | "tool" | "script"
 

@@ -8,8 +8,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Either } from "effect"
 import { parse } from "yaml"
-import { allows } from "../sandbox/NetworkMatch.js"
-import { parseAllowList, peerUrlTarget } from "../sandbox/NetworkPolicy.js"
+import { allows } from "../sandbox/grants/NetworkMatch.js"
+import { parseAllowList, peerUrlTarget } from "../sandbox/grants/NetworkPolicy.js"
 import type { Diagnostic } from "./Validate.js"
 
 type Yaml = { readonly [key: string]: unknown }

@@ -4,7 +4,7 @@
  * host's worker sandbox. What `serve <dir>` does, as one layer for a larger application.
  */
 import { Effect, Layer } from "effect"
-import { loadAnyProject } from "../sandbox/CapsuleProject.js"
+import { loadAnyProject } from "../project/CapsuleProject.js"
 import { mintId } from "../services/Ids.js"
 import { agentSession } from "./AgentSession.js"
 import { HostEnvironment, SandboxLive } from "./Host.js"

@@ -6,7 +6,7 @@
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import { ComponentCache } from "../sandbox/ComponentCache.js"
+import { ComponentCache } from "../sandbox/component/ComponentCache.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 
 export class HostEnvironment extends Context.Tag("capsule-runtime/layers/HostEnvironment")<HostEnvironment, {

@@ -4,9 +4,9 @@
  * `out/result.txt`. One task at a time, since its tasks share the workdir; the manifest's
  * `lifecycle.input_timeout_secs` bounds a request for input.
  */
-import type { CapsuleProject } from "../sandbox/CapsuleProject.js"
-import { ScriptCapsule } from "../sandbox/ScriptCapsule.js"
-import { prepareScript } from "../sandbox/ScriptLaunch.js"
+import type { CapsuleProject } from "../project/CapsuleProject.js"
+import { ScriptCapsule } from "../script/ScriptCapsule.js"
+import { prepareScript } from "../script/ScriptLaunch.js"
 import { Effect } from "effect"
 import { inputTimeoutMs } from "./AgentSession.js"
 import { SessionLive, type SessionOptions } from "./Main.js"

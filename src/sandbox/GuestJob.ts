@@ -4,8 +4,8 @@
  * plain grant data, a `MessagePort` and a `SharedArrayBuffer` for blocking host calls.
  */
 import type { MessagePort } from "node:worker_threads"
-import type { MemoryState } from "./MemoryVerdict.js"
-import type { NetworkRule } from "./NetworkMatch.js"
+import type { MemoryState } from "./wasm/MemoryVerdict.js"
+import type { NetworkRule } from "./grants/NetworkMatch.js"
 
 /** A transpiled component: its JS glue on disk (imported by file URL) and its compiled core modules. */
 export interface LoadedGuest {

@@ -12,9 +12,9 @@
  */
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue, type Scope } from "effect"
-import type { CompiledComponent } from "./ComponentCache.js"
+import type { CompiledComponent } from "./component/ComponentCache.js"
 import type { ArtifactData, CodeCacheUse, GuestGrant, GuestJob, GuestStart, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
-import { capMessage, isMemoryLimit } from "./MemoryVerdict.js"
+import { capMessage, isMemoryLimit } from "./wasm/MemoryVerdict.js"
 import { deadlineMessage, type GuestRole, limitMessage, SandboxError, trapMessage } from "./SandboxError.js"
 
 /** What the host does for a guest that talks back. Every effect runs in the run's scope. */
@@ -108,8 +108,8 @@ const workerUrl = () => {
   const here = import.meta.url
   // Under the test runner this module is TypeScript source; workers run the compiled build.
   return here.endsWith(".ts")
-    ? new URL("../../dist/sandbox/worker/GuestWorker.js", here)
-    : new URL("./worker/GuestWorker.js", here)
+    ? new URL("../../dist/sandbox/host/GuestWorker.js", here)
+    : new URL("./host/GuestWorker.js", here)
 }
 
 /** A worker and the host channel of the one run it serves. */

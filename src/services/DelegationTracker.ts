@@ -1,7 +1,7 @@
 /**
  * Live delegations to child capsules (`dlg_` ids). Cancel and session stop name them in their
  * residue; the children keep running and report through completion messages. The launcher
- * (src/agent/DelegationLauncher.ts) records a child once its door listens and removes it when
+ * (src/delegation/DelegationLauncher.ts) records a child once its door listens and removes it when
  * the child ends; its id is minted before the launch, since the child is told it.
  *
  * It also holds what a completion must prove. At launch the launcher mints a secret per

@@ -2,7 +2,7 @@
  * The two file planes under `/resources/` (door spec §8.4, §8.5): the operator's resource plane
  * (`exports.files`, list and read by path) and the peer plane (`exports.peer_files`, one file per
  * audience-bound handle). The door asks this service and writes out what it answers; the
- * implementation that touches the export roots lives with the agent (src/agent/ExportPlanes.ts),
+ * implementation that touches the export roots lives with the agent (src/planes/ExportPlanes.ts),
  * so nothing here opens a file. Without an implementation in context the door answers as a
  * capsule that declared neither plane: `ResourcePlanes.undeclared`.
  */

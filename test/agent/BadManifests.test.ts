@@ -4,9 +4,9 @@
  * stderr, nothing on stdout) and, for every third row (one CLI start costs ~1.5 s of CPU, and
  * `run` reads the manifest through the same parser), by `node dist/main.js run <dir> --json`
  * (exit 1, one exit event carrying the same code and text, no listening line, no workdir). The codes and texts are the
- * reference's (spec §1.5; src/sandbox/manifest/*.ts), byte for byte, covering the inference,
+ * reference's (spec §1.5; src/project/manifest/*.ts), byte for byte, covering the inference,
  * lifecycle, capabilities and artifacts blocks. (The parser's own exhaustive table is
- * test/sandbox/ManifestAgent.test.ts; this one checks what the CLI prints for them.)
+ * test/project/ManifestAgent.test.ts; this one checks what the CLI prints for them.)
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

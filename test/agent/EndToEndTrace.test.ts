@@ -29,7 +29,7 @@ import {
 import { type AgentDirOptions, listeningCli, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc } from "../lib/Door.js"
 import { Effect } from "effect"
-import { probeHost } from "../../src/sandbox/containment/HostProbe.js"
+import { probeHost } from "../../src/shell/containment/HostProbe.js"
 
 const hostTier = await Effect.runPromise(probeHost(process.env.PATH))
 

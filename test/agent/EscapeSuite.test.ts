@@ -16,7 +16,7 @@ import { createSocket } from "node:dgram"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect } from "effect"
-import { probeHostOnce } from "../../src/sandbox/containment/HostProbe.js"
+import { probeHostOnce } from "../../src/shell/containment/HostProbe.js"
 import { call, endTurn, toolTurn } from "../lib/AgentE2E.js"
 import { makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 

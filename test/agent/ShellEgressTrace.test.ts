@@ -9,7 +9,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
-import { probeHost } from "../../src/sandbox/containment/HostProbe.js"
+import { probeHost } from "../../src/shell/containment/HostProbe.js"
 import { call, endTurn, ofType, runTask, toolTurn } from "../lib/AgentE2E.js"
 
 const hostTier = await Effect.runPromise(probeHost(process.env.PATH))

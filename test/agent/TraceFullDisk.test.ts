@@ -1,7 +1,7 @@
 /**
  * A trace line on a disk that fills mid-line is written whole or not at all. The disk is real: a
  * 64 KiB tmpfs mounted in a private mount namespace (`unshare -m`, as root) for a child node that
- * runs the built `Trace` (dist/agent/Trace.js) on it. The child fills the disk, so the next line
+ * runs the built `Trace` (dist/records/Trace.js) on it. The child fills the disk, so the next line
  * has room for only part of itself; that write fails with E-RUN-007 naming ENOSPC and leaves no
  * torn line, and once space returns the next line is written after the last whole one.
  * (`npm run build` first.)

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { pruneSessions } from "../../src/sandbox/SessionRetention.js"
+import { pruneSessions } from "../../src/records/SessionRetention.js"
 import { endTurn } from "../lib/AgentE2E.js"
 import { exitEvent, makeAgentCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
 

@@ -11,9 +11,9 @@ import { tmpdir } from "node:os"
 import { parse } from "yaml"
 import { describe, expect, it } from "vitest"
 import { schemaModeline, templateFiles } from "../../src/cli/Templates.js"
-import { MANIFEST_KEYS } from "../../src/sandbox/manifest/ManifestKeys.js"
-import { withKeyTable } from "../../src/sandbox/manifest/ManifestReference.js"
-import { manifestJsonSchema, manifestSchemaText, SCHEMA_PATH, schemaKeys } from "../../src/sandbox/manifest/ManifestSchema.js"
+import { MANIFEST_KEYS } from "../../src/project/manifest/ManifestKeys.js"
+import { withKeyTable } from "../../src/project/manifest/ManifestReference.js"
+import { manifestJsonSchema, manifestSchemaText, SCHEMA_PATH, schemaKeys } from "../../src/project/manifest/ManifestSchema.js"
 import { schemaProblems } from "../lib/JsonSchemaCheck.js"
 
 const repo = resolve(new URL("../..", import.meta.url).pathname)

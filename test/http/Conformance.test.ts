@@ -6,7 +6,7 @@
  */
 import { request as httpRequest } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
-import { followUpPrompt } from "../../src/services/ScriptedCapsule.js"
+import { followUpPrompt } from "../../src/services/EchoCapsule.js"
 import { listeningCli } from "../lib/CapsuleDirs.js"
 import {
   a2aMessage,

@@ -17,7 +17,7 @@ import {
 } from "@a2a-js/sdk/client"
 import { Redacted } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { followUpPrompt } from "../../src/services/ScriptedCapsule.js"
+import { followUpPrompt } from "../../src/services/EchoCapsule.js"
 import { type OpenDoor, openDoor, sleep, waitForState } from "../lib/Door.js"
 
 type StreamEvent = Message | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent

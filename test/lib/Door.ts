@@ -5,7 +5,7 @@
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { ScriptedSessionLive, type SessionOptions } from "../../src/layers/Main.js"
 import { DelegationTracker } from "../../src/services/DelegationTracker.js"
-import type { ScriptedCapsuleConfig } from "../../src/services/ScriptedCapsule.js"
+import type { ScriptedCapsuleConfig } from "../../src/services/EchoCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"

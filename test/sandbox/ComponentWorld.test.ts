@@ -4,7 +4,7 @@
  */
 import { Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { readWorld } from "../../src/sandbox/ComponentWorld.js"
+import { readWorld } from "../../src/sandbox/component/ComponentWorld.js"
 import { buildComponent } from "../lib/components.js"
 
 const messageOf = async (bytes: Uint8Array) => {

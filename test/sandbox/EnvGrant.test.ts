@@ -7,7 +7,7 @@ import {
   matchesPattern,
   refusedAllowEntries,
   strippingPattern
-} from "../../src/sandbox/EnvGrant.js"
+} from "../../src/sandbox/grants/EnvGrant.js"
 
 describe("matchesPattern", () => {
   it.each([

@@ -8,8 +8,8 @@ import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { Script } from "node:vm"
 import { describe, expect, it } from "vitest"
-import { ComponentCache } from "../../src/sandbox/ComponentCache.js"
-import { glueScript, GlueShapeError, PROMISING_HELPER } from "../../src/sandbox/GlueScript.js"
+import { ComponentCache } from "../../src/sandbox/component/ComponentCache.js"
+import { glueScript, GlueShapeError, PROMISING_HELPER } from "../../src/sandbox/component/GlueScript.js"
 import { buildComponent } from "../lib/components.js"
 
 const cacheDirectory = new URL("../../.cache/cli-components", import.meta.url).pathname

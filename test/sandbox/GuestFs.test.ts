@@ -1,5 +1,5 @@
 /**
- * The guest's filesystem (src/sandbox/worker/GuestFs.ts) through the very imports a guest gets
+ * The guest's filesystem (src/sandbox/host/GuestFs.ts) through the very imports a guest gets
  * (`wasiImports`), called as the jco glue calls them (issue 8 items 1 and 3):
  *
  * - a link whose target leaves the preopen cannot be made, nor moved (rename, hard link) to
@@ -27,8 +27,8 @@ import {
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { GuestGrant } from "../../src/sandbox/GuestJob.js"
-import { climbOf, resolveBeneath } from "../../src/sandbox/worker/GuestPaths.js"
-import { wasiImports } from "../../src/sandbox/worker/WasiImports.js"
+import { climbOf, resolveBeneath } from "../../src/sandbox/host/GuestPaths.js"
+import { wasiImports } from "../../src/sandbox/host/WasiImports.js"
 import { snapshot } from "../lib/TreeSnapshot.js"
 
 const sinks = { stdout: () => undefined, stderr: () => undefined }

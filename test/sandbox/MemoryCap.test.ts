@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { parse, print } from "@bytecodealliance/jco"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import { capCoreModule, type CapLimits, type MemoryCapError, pagesFor } from "../../src/sandbox/MemoryCap.js"
+import { capCoreModule, type CapLimits, type MemoryCapError, pagesFor } from "../../src/sandbox/wasm/MemoryCap.js"
 import { sections } from "../lib/WasmSections.js"
 
 /** The slice of the JS WebAssembly API these tests use (the project's `lib` has no DOM types). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import { matchRequest, requestTarget, ruleMatches } from "../../src/sandbox/NetworkMatch.js"
+import { matchRequest, requestTarget, ruleMatches } from "../../src/sandbox/grants/NetworkMatch.js"
 import {
   checkPeerUrl,
   covers,
@@ -11,7 +11,7 @@ import {
   parseAllowList,
   parseAllowRule,
   peerUrlTarget
-} from "../../src/sandbox/NetworkPolicy.js"
+} from "../../src/sandbox/grants/NetworkPolicy.js"
 
 const rule = (entry: string): NetworkRule => Either.getOrThrow(parseAllowRule(entry))
 const rules = (...entries: Array<string>): ReadonlyArray<NetworkRule> => entries.map(rule)
@@ -303,7 +303,7 @@ const poolRequest = fc.record({
 
 describe("the scheme a guest request is checked under", () => {
   it("is the one preview2-shim will use: https when the request names none", async () => {
-    const { schemeOf } = await import("../../src/sandbox/worker/WasiImports.js")
+    const { schemeOf } = await import("../../src/sandbox/host/WasiImports.js")
     expect(schemeOf(undefined)).toBe("https")
     expect(schemeOf({ tag: "HTTP" })).toBe("http")
     expect(schemeOf({ tag: "HTTPS" })).toBe("https")

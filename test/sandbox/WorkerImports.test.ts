@@ -7,7 +7,7 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 
-const entry = resolve(dirname(fileURLToPath(import.meta.url)), "../../src/sandbox/worker/GuestWorker.ts")
+const entry = resolve(dirname(fileURLToPath(import.meta.url)), "../../src/sandbox/host/GuestWorker.ts")
 
 /** Every bare package a module reaches through relative imports (type-only imports excluded). */
 const packagesReached = (file: string, seen = new Set<string>(), packages = new Set<string>()) => {

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Tracer } from "effect"
 import { servicesLayer } from "../../src/layers/Main.js"
 import { Capsule, type TaskInput } from "../../src/services/Capsule.js"
-import { scriptedInfo } from "../../src/services/ScriptedCapsule.js"
+import { scriptedInfo } from "../../src/services/EchoCapsule.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
 import { TaskRunner } from "../../src/services/TaskRunner.js"
 

@@ -1,0 +1,198 @@
+/**
+ * Every key of the 0.3 manifest and what this runtime does with it: `enforced` (with where), or
+ * `warned` (`W-RUN-001` when declared capsule-wide, `W-SEC-008` on an artifact entry where the
+ * reference leaves it inert), or `refused`. test/project/ManifestKeys.test.ts walks the reader's
+ * whole key tree against this table, so a key added to a reader without a line here fails the
+ * suite: nothing is accepted silently.
+ */
+export type Disposition =
+  | { readonly kind: "enforced"; readonly by: string }
+  | { readonly kind: "warned"; readonly consequence: string }
+  | { readonly kind: "refused"; readonly by: string }
+
+const enforced = (by: string): Disposition => ({ kind: "enforced", by })
+const warned = (consequence: string): Disposition => ({ kind: "warned", consequence })
+const refused = (by: string): Disposition => ({ kind: "refused", by })
+
+const NO_EFFECT = "it was validated and has no effect when this runtime runs the capsule"
+const INERT_ON_ENTRY = "is inert on an artifact entry: the grant applies capsule-wide only"
+
+/** Keys of the `capabilities:` block on an artifact entry, relative to `artifacts[].capabilities`. */
+const ENTRY_CAPABILITIES: Readonly<Record<string, Disposition>> = {
+  "": enforced("src/sandbox/grants/Grants.ts (toolGrant)"),
+  "network": enforced("src/sandbox/grants/Grants.ts (toolGrant narrows the ceiling)"),
+  "network.allow[]": enforced("src/sandbox/grants/NetworkPolicy.ts (narrow)"),
+  "network.unix_sockets": warned(INERT_ON_ENTRY),
+  "peer_fetch": warned(INERT_ON_ENTRY),
+  "peer_fetch.allow[]": warned(INERT_ON_ENTRY),
+  "filesystem": enforced("src/sandbox/grants/Grants.ts (toolGrant)"),
+  "filesystem.scope": enforced("src/sandbox/grants/Grants.ts (the entry's preopen)"),
+  "filesystem.workdir_exec": warned(INERT_ON_ENTRY),
+  "filesystem.read_only[]": warned(INERT_ON_ENTRY),
+  "shell": warned(INERT_ON_ENTRY),
+  "spawn": warned(INERT_ON_ENTRY),
+  "env": warned(INERT_ON_ENTRY),
+  "limits": warned(INERT_ON_ENTRY),
+  "resources": warned(INERT_ON_ENTRY),
+  "state": warned("the per-artifact state preopen is not given by this runtime"),
+  "task_io": refused("src/project/manifest/ArtifactEntry.ts (hook entries only; hooks warn)"),
+  "conversation": refused("src/project/manifest/ArtifactEntry.ts (hook entries only; hooks warn)"),
+  "plan": warned(INERT_ON_ENTRY),
+  "containment": warned(INERT_ON_ENTRY)
+}
+
+/** Capsule-wide keys, relative to `capabilities`. */
+const CAPABILITIES: Readonly<Record<string, Disposition>> = {
+  "": enforced("src/sandbox/grants/Grants.ts"),
+  "network": enforced("src/sandbox/grants/Grants.ts"),
+  "network.allow[]": enforced("src/sandbox/host/WasiImports.ts (wasi:http allowlist), src/script/PeerMessage.ts, src/shell/egress/ (sealed shell egress)"),
+  "network.unix_sockets": enforced("src/shell/containment (seccomp refuses AF_UNIX unless true)"),
+  "peer_fetch": enforced("src/planes/PeerTools.ts (fetch-peer-file is offered)"),
+  "peer_fetch.allow[]": enforced("src/planes/PeerTools.ts (a peer outside it is refused before any connection)"),
+  "filesystem": enforced("src/sandbox/grants/Grants.ts"),
+  "filesystem.scope": enforced("src/project/manifest/Capabilities.ts (validated and reported; capsule-wide it narrows no preopen, as in the reference)"),
+  "filesystem.workdir_exec": enforced("src/shell/containment (exec in the workdir; caps containment at advisory)"),
+  "filesystem.read_only[]": enforced("src/sandbox/host (guest filesystem), src/shell/containment (read-only binds for the shell)"),
+  "shell": enforced("src/shell/Shell.ts"),
+  "shell.allow[]": enforced("src/shell/Shell.ts"),
+  "shell.strip_env[]": enforced("src/sandbox/grants/EnvGrant.ts"),
+  "shell.baseline_env[]": enforced("src/shell/ShellGrant.ts"),
+  "shell.interpreter_runtime[]": enforced("src/shell/containment (read-only dirs for that binary)"),
+  "shell.interpreter_runtime[].binary": enforced("src/shell/containment"),
+  "shell.interpreter_runtime[].dirs[]": enforced("src/shell/containment"),
+  "shell.interpreter_runtime[].dirs[].path": enforced("src/shell/containment"),
+  "shell.interpreter_runtime[].dirs[].list_dir": enforced("src/shell/containment"),
+  "shell.staged_runtime[]": enforced("src/shell/containment (bound into the sealed root; E-CAP-004 without the sealed floor)"),
+  "shell.staged_runtime[].binary": enforced("src/shell/containment"),
+  "shell.staged_runtime[].source_path": enforced("src/shell/containment"),
+  "shell.staged_runtime[].pin": enforced("src/project/manifest/Capabilities.ts (required, non-empty)"),
+  "shell.max_output_bytes": enforced("src/shell/ShellOutput.ts (the command is killed past it; its log holds no more)"),
+  "spawn": enforced("src/delegation/DelegationLauncher.ts (delegate-task)"),
+  "spawn.allow[]": enforced("src/delegation/DelegationLauncher.ts (only these names start; each resolves to a capsule directory)"),
+  "env": enforced("src/sandbox/grants/EnvGrant.ts"),
+  "env.allow[]": enforced("src/sandbox/grants/EnvGrant.ts"),
+  "limits": enforced("src/sandbox/wasm/MemoryCap.ts, src/sandbox/Sandbox.ts"),
+  "limits.memory_bytes": enforced("src/sandbox/wasm/MemoryCap.ts"),
+  "limits.table_elements": enforced("src/sandbox/wasm/MemoryCap.ts"),
+  "limits.instances": enforced("src/sandbox/Sandbox.ts"),
+  "limits.deadline_seconds": enforced("src/sandbox/Sandbox.ts"),
+  "resources": enforced("src/shell/containment (rlimits under the sealed tier; a launch warning without it)"),
+  "resources.max_processes": enforced("src/shell/containment (RLIMIT_NPROC)"),
+  "resources.max_open_files": enforced("src/shell/containment (RLIMIT_NOFILE)"),
+  "resources.max_file_size_bytes": enforced("src/shell/containment (RLIMIT_FSIZE)"),
+  "resources.cpu_seconds": enforced("src/shell/containment (RLIMIT_CPU)"),
+  "resources.memory_bytes": enforced("src/shell/containment (RLIMIT_AS)"),
+  "resources.tmp_bytes": enforced("src/shell/containment (tmpfs size of the sealed /tmp and /dev/shm)"),
+  "resources.cgroup_memory_bytes": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_pids_max": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_cpu_percent": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_io_bytes_per_sec": warned("cgroup limits are not applied by this runtime"),
+  "resources.workdir_max_bytes": warned("the workdir size is not watched by this runtime"),
+  "state": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
+  "state.store": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
+  "task_io": refused("src/project/Manifest.ts (per-hook only)"),
+  "task_io.read": refused("src/project/Manifest.ts (per-hook only)"),
+  "conversation": warned("conversation.read is a per-hook grant, and hooks are not run"),
+  "conversation.read": warned("conversation.read is a per-hook grant, and hooks are not run"),
+  "plan": warned("the runtime tool submit-plan is not offered by this runtime yet"),
+  "plan.submit": warned("the runtime tool submit-plan is not offered by this runtime yet"),
+  "containment": enforced("src/shell/containment/ContainmentDecision.ts (E-CAP-003)")
+}
+
+const prefixed = (prefix: string, table: Readonly<Record<string, Disposition>>) =>
+  Object.fromEntries(Object.entries(table).map(([key, value]) => [key === "" ? prefix : `${prefix}.${key}`, value]))
+
+export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
+  "name": enforced("src/project/Manifest.ts"),
+  "version": enforced("src/project/Manifest.ts"),
+  "mur_version": enforced("src/project/manifest/UnknownKeys.ts (W-SEC-019 on a mismatch)"),
+  "config": refused("src/project/Manifest.ts (per artifact only)"),
+  "artifacts[]": enforced("src/project/CapsuleProject.ts"),
+  "artifacts[].name": enforced("src/project/manifest/ArtifactEntry.ts"),
+  "artifacts[].version": enforced("src/project/Lockfile.ts"),
+  "artifacts[].runtime": enforced("src/project/manifest/ArtifactEntry.ts (hooks warn: not run)"),
+  "artifacts[].source": enforced("src/project/CapsuleProject.ts"),
+  "artifacts[].local_source": enforced("src/project/manifest/ArtifactEntry.ts"),
+  "artifacts[].prompt_payload": enforced("src/project/manifest/Inference.ts"),
+  "artifacts[].on_overflow": refused("src/project/manifest/ArtifactEntry.ts (hooks only; hooks warn: not run)"),
+  "artifacts[].config": enforced("src/sandbox/grants/EnvGrant.ts (MURMUR_ARTIFACT_CONFIG)"),
+  ...prefixed("artifacts[].capabilities", ENTRY_CAPABILITIES),
+  ...prefixed("capabilities", CAPABILITIES),
+  "inference": enforced("src/agent/AgentLaunch.ts"),
+  "inference.transport": enforced("src/project/manifest/NotActedOn.ts (process: warned, cannot run here)"),
+  "inference.endpoint": enforced("src/agent/DriverAccess.ts"),
+  "inference.model": enforced("src/agent/AgentLaunch.ts"),
+  "inference.api_key": enforced("src/agent/DriverAccess.ts"),
+  "inference.command": refused("src/project/manifest/Inference.ts (process transport only; that transport warns)"),
+  "inference.system_prompt": enforced("src/agent/AgentLaunch.ts"),
+  "inference.system_prompt_file": enforced("src/agent/AgentLaunch.ts"),
+  "inference.system_prompt_artifact": enforced("src/agent/AgentLaunch.ts"),
+  "inference.driver": enforced("src/agent/AgentLaunch.ts"),
+  "inference.driver.artifact": enforced("src/agent/AgentLaunch.ts"),
+  "inference.driver.config": enforced("src/agent/AgentLaunch.ts (MURMUR_INFERENCE_DRIVER_CONFIG)"),
+  "inference.provider": enforced("src/project/manifest/Inference.ts (alias of driver)"),
+  "inference.provider.artifact": enforced("src/project/manifest/Inference.ts (alias of driver)"),
+  "inference.provider.config": enforced("src/project/manifest/Inference.ts (alias of driver)"),
+  "inference.compaction": warned(NO_EFFECT),
+  "inference.compaction.threshold": warned(NO_EFFECT),
+  "inference.compaction.model": warned(NO_EFFECT),
+  "inference.compaction.system_prompt": warned(NO_EFFECT),
+  "inference.compaction.system_prompt_file": warned(NO_EFFECT),
+  "inference.compaction.dump_summaries": warned(NO_EFFECT),
+  "inference.max_turns": enforced("src/agent/AgentLoop.ts"),
+  "inference.max_task_reopens": refused("src/project/manifest/Inference.ts (moved to lifecycle.max_task_reopens in 0.3)"),
+  "inference.max_tokens": enforced("src/agent/AgentLoop.ts (the driver request's max_tokens)"),
+  "inference.max_session_tokens": warned(NO_EFFECT),
+  "context": enforced("src/project/manifest/SessionBlocks.ts"),
+  "context.max_tokens": warned("compaction is not run by this runtime, so the budget only shows in MURMUR.md"),
+  "context.record": enforced("src/agent/Conversations.ts (durable conversation.jsonl of a threaded capsule)"),
+  "context.record_store": enforced("src/layers/AgentSession.ts (the store directory under the murmur home; one path segment, E-CAP-011)"),
+  "context.record_max_bytes": enforced("src/agent/Conversations.ts (a thread's record trimmed from the front past it)"),
+  "context.record_max_turns": enforced("src/agent/Conversations.ts (a thread's record trimmed from the front past it)"),
+  "context.seed_budget": warned(NO_EFFECT),
+  "context.seed_overflow_margin": warned(NO_EFFECT),
+  "context.retain": enforced("src/agent/Conversations.ts (max_messages, max_age trim the reloaded history)"),
+  "observability": enforced("src/project/manifest/SessionBlocks.ts"),
+  "observability.otel_endpoint": enforced("src/layers/Telemetry.ts (spans over OTLP/HTTP)"),
+  "observability.eval": warned(NO_EFFECT),
+  "observability.eval.dataset_id": warned(NO_EFFECT),
+  "observability.eval.scorers[]": warned(NO_EFFECT),
+  "trace": enforced("src/records/Trace.ts"),
+  "trace.capture": enforced("src/records/Trace.ts"),
+  "trace.include_tool_output": enforced("src/project/manifest/SessionBlocks.ts (retired alias of capture, warned)"),
+  "trace.retain": warned(NO_EFFECT),
+  "network": enforced("src/project/manifest/SessionBlocks.ts"),
+  "network.internal_port": enforced("src/cli/DoorPort.ts (serve and run bind it when --port is absent)"),
+  "lifecycle": enforced("src/project/manifest/Lifecycle.ts"),
+  "lifecycle.task_acceptance": enforced("src/services/TaskRegistry.ts"),
+  "lifecycle.after_task": enforced("src/cli/AgentRun.ts"),
+  "lifecycle.queue_depth": enforced("src/services/TaskRegistry.ts"),
+  "lifecycle.input_timeout_secs": enforced("src/agent/AgentLoop.ts"),
+  "lifecycle.conversation": enforced("src/agent/Conversations.ts (threaded: the context's earlier turns are reloaded)"),
+  "lifecycle.max_task_reopens": warned(NO_EFFECT),
+  "lifecycle.shell_grace_secs": enforced("src/shell/Shell.ts (detached work)"),
+  "lifecycle.delegation_deadline_secs": enforced("src/delegation/DelegationLauncher.ts (the child is killed and reported terminated)"),
+  "lifecycle.delegation_max_depth": enforced("src/delegation/DelegationLauncher.ts (delegate-task refused at the depth the spawner handle carries)"),
+  "lifecycle.delegation_max_children": enforced("src/delegation/DelegationLauncher.ts (delegate-task refused while that many children run)"),
+  "exports": enforced("src/project/manifest/Retention.ts"),
+  "exports.files": enforced("src/planes/ExportPlanes.ts (the resource plane: GET /resources/files…)"),
+  "exports.files.root": enforced("src/planes/ExportReader.ts (no link followed under it; E-CAP-007 in src/planes/PeerExport.ts)"),
+  "exports.files.mode": enforced("src/planes/ExportPlanes.ts (read-only: GET only, 405 otherwise)"),
+  "exports.files.max_bytes": enforced("src/planes/ExportReader.ts (too_large)"),
+  "exports.peer_files": enforced("src/planes/ExportPlanes.ts (the peer plane, and share-file in src/planes/PeerTools.ts)"),
+  "exports.peer_files.root": enforced("src/planes/ExportReader.ts (no link followed under it)"),
+  "exports.peer_files.max_ttl": enforced("src/planes/PeerExport.ts (ceiling of every handle; E-CAP-008 under after_task: sleep)"),
+  "exports.peer_files.max_bytes": enforced("src/planes/ExportReader.ts (too_large at redeem)")
+}
+
+/** The declared keys that earn a warning: a warned key whose parent is not itself warned (one line per block, not per field). */
+export const warnedRoots = (): ReadonlyArray<readonly [string, string]> => {
+  const out: Array<readonly [string, string]> = []
+  for (const [path, disposition] of Object.entries(MANIFEST_KEYS)) {
+    if (disposition.kind !== "warned") continue
+    const parent = path.slice(0, Math.max(0, path.lastIndexOf(".")))
+    if (MANIFEST_KEYS[parent]?.kind === "warned") continue
+    out.push([path, disposition.consequence])
+  }
+  return out
+}
