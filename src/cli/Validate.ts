@@ -17,18 +17,14 @@ import { parseArtifactManifest } from "../project/manifest/ArtifactManifest.js"
 import { MANIFEST_FILENAME } from "../project/manifest/ManifestError.js"
 import { exitWith } from "./Exit.js"
 import { existingArg } from "./Flags.js"
-import { checkCapsuleFiles } from "./ValidateChecks.js"
+import { checkCapsuleFiles, type Diagnostic } from "./ValidateChecks.js"
+
+export type { Diagnostic } from "./ValidateChecks.js"
 
 const dir = existingArg("dir", "directory", "The capsule directory (holding murmur.yaml)")
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object on stdout"))
 const strict = Options.boolean("strict").pipe(Options.withDescription("Exit 1 on warnings too"))
 
-export interface Diagnostic {
-  readonly code: string
-  readonly message: string
-  /** Dotted manifest path a warning is about. */
-  readonly path?: string
-}
 
 export interface Validation {
   readonly ok: boolean

@@ -9,8 +9,14 @@ import { join, resolve } from "node:path"
 import { Either } from "effect"
 import { parse } from "yaml"
 import { allows } from "../sandbox/grants/NetworkMatch.js"
+
+export interface Diagnostic {
+  readonly code: string
+  readonly message: string
+  /** Dotted manifest path a warning is about. */
+  readonly path?: string
+}
 import { parseAllowList, peerUrlTarget } from "../sandbox/grants/NetworkPolicy.js"
-import type { Diagnostic } from "./Validate.js"
 
 type Yaml = { readonly [key: string]: unknown }
 

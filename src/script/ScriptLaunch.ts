@@ -4,6 +4,7 @@
  * fresh worker, as many times as the caller wants (once for `run`, once per task for `serve`),
  * each run a task in the launch's `trace.jsonl` (./ScriptTrace.ts).
  */
+export type { PreparedScript } from "./PreparedScript.js"
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs"
 import { Effect } from "effect"
 import type { TraceWriteFailed } from "../records/Trace.js"
@@ -11,17 +12,17 @@ import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
 import { outgoingTraceHeaders } from "../services/Tracing.js"
 import { artifactData, artifactLabel, type CapsuleProject } from "../project/CapsuleProject.js"
-import { ComponentCache, type CompiledComponent } from "../sandbox/component/ComponentCache.js"
-import { type ContainmentDecision, containmentFor } from "../shell/containment/ContainmentDecision.js"
-import type { ArtifactData, GuestGrant } from "../sandbox/GuestJob.js"
+import { ComponentCache } from "../sandbox/component/ComponentCache.js"
+import { containmentFor } from "../shell/containment/ContainmentDecision.js"
+import type { ArtifactData } from "../sandbox/GuestJob.js"
 import { logCapNote, MAX_GUEST_OUTPUT_BYTES } from "../sandbox/GuestOutput.js"
 import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "../sandbox/grants/Grants.js"
 import { effectiveLimits } from "../project/manifest/Capabilities.js"
-import type { NetworkRule } from "../sandbox/grants/NetworkPolicy.js"
 import { sendPeerMessage } from "./PeerMessage.js"
 import { ProjectError } from "../project/ProjectError.js"
 import { type GuestHost, type GuestOutcome, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
 import type { SandboxError } from "../sandbox/SandboxError.js"
+import type { PreparedScript } from "./PreparedScript.js"
 import { openScriptTrace, type RecordSend } from "./ScriptTrace.js"
 import { recordsExposed, sessionWorkdirs } from "../records/SessionWorkdirs.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
@@ -33,22 +34,6 @@ export interface LaunchOptions {
   readonly hostEnv: Readonly<Record<string, string | undefined>>
 }
 
-export interface PreparedScript {
-  readonly project: CapsuleProject
-  readonly sessionId: string
-  readonly workdir: string
-  /** Where `trace.jsonl` goes: `<capsule dir>/.murmur/sessions/<session id>`, outside the workdir (as an agent's). */
-  readonly records: string
-  readonly capsule: CompiledComponent
-  readonly grant: GuestGrant
-  readonly ceiling: ReadonlyArray<NetworkRule>
-  readonly deadlineSeconds: number
-  readonly tools: Readonly<Record<string, ToolSpec>>
-  readonly allowlist: ReadonlyArray<string>
-  readonly artifacts: ReadonlyArray<ArtifactData>
-  readonly containment: ContainmentDecision
-  readonly warnings: ReadonlyArray<string>
-}
 
 
 export const prepareScript = (project: CapsuleProject, options: LaunchOptions): Effect.Effect<PreparedScript, ProjectError | SandboxError, ComponentCache> =>

@@ -12,7 +12,7 @@ import { makeTrace, TraceWriteFailed } from "../records/Trace.js"
 import { type A2aSendFields, declaredCapabilities, type SessionEndFields, type SessionStartFields, type TaskSource } from "../records/TraceEvents.js"
 import { laneOf, type Origin, type Trust } from "../services/Task.js"
 import { effectiveTraceCapture } from "../project/Manifest.js"
-import type { PreparedScript } from "./ScriptLaunch.js"
+import type { PreparedScript } from "./PreparedScript.js"
 
 /** One `run()` as the trace sees it. */
 export interface ScriptTask {
