@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
+    testTimeout: 60_000,
     hookTimeout: 30_000,
     // Two files at a time on two cores: most files wait on child processes (the CLI, servers,
     // workers) as much as they compute, and vitest's default here is one worker (cores - 1).

@@ -49,7 +49,7 @@ const parent = (name: string, allow: ReadonlyArray<string>, lifecycle: Record<st
       {
         when: "^delegate-and-wait (\\S+)$",
         replies: [
-          { stop_reason: "tool_call", content: [call("c1", "delegate-task", { capsule: "{{1}}", task: "x" }), call("c2", "sleep", { command: "3" })] },
+          { stop_reason: "tool_call", content: [call("c1", "delegate-task", { capsule: "{{1}}", task: "x" }), call("c2", "sleep", { command: "6" })] },
           endTurn("delegated")
         ]
       },
@@ -124,7 +124,7 @@ const traceOf = (workdir: string): Array<Record<string, unknown>> => {
 const events = (workdir: string, type: string) => traceOf(workdir).filter((line) => line.event_type === type)
 const resultOf = (workdir: string) => readFileSync(join(workdir, "out", "result.txt"), "utf8")
 
-const until = async <A>(what: string, probe: () => A | undefined, ms = 15000): Promise<A> => {
+const until = async <A>(what: string, probe: () => A | undefined, ms = 30000): Promise<A> => {
   const end = Date.now() + ms
   for (;;) {
     const value = probe()
@@ -279,7 +279,7 @@ describe("delegate-task, end to end", () => {
     expect(child).toMatchObject({ status: "ok", delivered: false, delivery_error: "the parent rejected the completion: its queue is full" })
     expect(events(parentRun.workdir, "delegation")).toEqual([expect.objectContaining({ status: "ok", delivered: false, reported_by: "child" })])
     expect(events(parentRun.workdir, "task_start").filter((line) => line.origin === "completion")).toEqual([])
-  }, 30000)
+  }, 60000)
 
   it("a name outside spawn.allow, or one that resolves to no directory, is a clear tool error and starts nothing", async () => {
     const parentRun = run(join(base, "parent"), "bad")
