@@ -25,7 +25,8 @@ import type { SandboxError } from "../sandbox/SandboxError.js"
 import { delegateTaskDefinition } from "../delegation/DelegateTask.js"
 import { driverAccess } from "./DriverAccess.js"
 import { fetchPeerFileDefinition, shareFileDefinition } from "../planes/PeerTools.js"
-import { systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
+import { systemPrompt } from "./DriverProtocol.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 import { stageAgentWorkdir } from "./Staging.js"
 
 export interface AgentLaunchOptions {

@@ -11,7 +11,7 @@
  */
 import { Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
-import { guestLog } from "../script/ScriptLaunch.js"
+import { guestLog } from "../sandbox/GuestLog.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
@@ -214,7 +214,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       }, call, turn, parent))
 
     const loop = Effect.gen(function*() {
-      const transcript = newTranscript()
+      const transcript = newTranscript<Message>()
       const { messages } = transcript
       // Threaded: the context's earlier turns come first, reloaded before the first driver call;
       // each turn of this task is recorded as it completes (./Conversations.ts).

@@ -5,9 +5,7 @@
  * Declaration order is the reference's column order: pass fields in this order, since `Trace`
  * writes them in the caller's order. Field names are the wire names (snake_case).
  */
-import type { EgressFields } from "../shell/egress/EgressProxy.js"
 import type { Lane, Origin, Trust } from "../services/Task.js"
-import type { RecordTrim } from "../agent/Conversations.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
 
@@ -245,6 +243,37 @@ export interface A2aSendFields {
   readonly trust: Trust
 }
 
+/** What an append to a threaded conversation (../agent/Conversations.ts) dropped from the front of a thread's record to stay within its caps. */
+export interface RecordTrim {
+  readonly context_id: string
+  readonly limit: "max_bytes" | "max_turns"
+  readonly dropped_turns: number
+  readonly dropped_bytes: number
+  readonly kept_turns: number
+  readonly kept_bytes: number
+}
+
+/** The `egress` trace line: one per proxied connection, written when it closes (../shell/egress/EgressProxy.ts). */
+export interface EgressFields {
+  readonly task_id: string | null
+  /** The shell binary whose command opened the connection. */
+  readonly binary: string
+  /** `CONNECT`, the forwarded method, or `null` when no request line was read. */
+  readonly method: string | null
+  readonly host: string | null
+  readonly port: number | null
+  readonly decision: "allowed" | "denied"
+  /** Why it was denied, or why an allowed connection failed. */
+  readonly reason?: string
+  /** The address connected to. */
+  readonly address?: string
+  /** Bytes from the command to the upstream (a forwarded request's rewritten head included). */
+  readonly bytes_up: number
+  /** Bytes from the upstream to the command. */
+  readonly bytes_down: number
+  readonly duration_ms: number
+}
+
 /** A threaded capsule's record passed `context.record_max_bytes` or `record_max_turns`: its oldest turns were dropped. */
 export interface ConversationTrimmedFields extends RecordTrim {
   readonly task_id: string
@@ -266,7 +295,7 @@ export interface TraceEventFields {
   readonly task_canceled: TaskCanceledFields
   readonly a2a_task_received: A2aTaskReceivedFields
   readonly a2a_send: A2aSendFields
-  /** A sealed shell command's proxied connection (../sandbox/egress/EgressProxy.ts). */
+  /** A sealed shell command's proxied connection (../shell/egress/EgressProxy.ts). */
   readonly egress: EgressFields
   readonly conversation_trimmed: ConversationTrimmedFields
 }
