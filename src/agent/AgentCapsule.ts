@@ -13,7 +13,7 @@
  * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
  * with "input-timeout".
  */
-import { type Context, Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { parseAllowList } from "../sandbox/grants/NetworkPolicy.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
@@ -33,7 +33,7 @@ import { audienceOf } from "../planes/PeerHandle.js"
 import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "../planes/PeerTools.js"
 import { failedMessage } from "./FailureReason.js"
 import { ShellCompletions } from "./ShellCompletions.js"
-import { emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
+import { type AgentEnv, emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
 export const SESSION_ENDED = "session ended"
 
@@ -55,10 +55,6 @@ export interface Lineage {
   readonly spawnedBy: string
   readonly delegationId: string
 }
-
-/** Hands on a service the loop reads optionally (`Effect.serviceOption`), when the session has it. */
-const provideOption = <I, S>(tag: Context.Tag<I, S>, service: Option.Option<S>) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Option.isSome(service) ? Effect.provideService(effect, tag, service.value) as Effect.Effect<A, E, R> : effect
 
 /**
  * The peer tools this capsule is offered (`share-file` with `exports.peer_files`, `fetch-peer-file`
@@ -159,24 +155,15 @@ export const AgentCapsule = {
         // for the driver (docs/benchmarks.md, "Agent").
         yield* sandbox.warm(guestTemplate(prepared, prepared.driver.name, prepared.driver.spec), Math.min(2, prepared.maxTurns))
         for (const [name, spec] of Object.entries(prepared.tools)) yield* sandbox.warm(guestTemplate(prepared, name, spec), 1)
+        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations }
         return Capsule.of({
           info: agentInfo(prepared),
           run: (input, io) =>
-            runAgentTask(prepared, input, io, totals).pipe(
-              Effect.provideService(Sandbox, sandbox),
-              Effect.provideService(Shell, shell),
-              Effect.provideService(Trace, trace),
-              provideOption(ShellCompletions, completions),
-              provideOption(DelegationLauncher, launcher),
-              provideOption(DetachedRegistry, detached),
-              provideOption(DelegationTracker, delegations),
-              provideOption(ResourcePlanes, planes),
-              provideOption(PeerFiles, peerFiles),
-              provideOption(Conversations, conversations),
+            runAgentTask(env, input, io).pipe(
               // Every run that ends, however it ends, is a task that reached a terminal state.
               Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
               Effect.flatMap((outcome) =>
-                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: failedMessage(SESSION_ENDED, outcome.text) }))
+                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ reason: "Failed", message: failedMessage(SESSION_ENDED, outcome.text) }))
               )
             )
         })

@@ -153,7 +153,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
     else if (spec === undefined) result = errorResult(`tool '${call.name}' is not available in this session`)
     else {
       const ran = yield* Effect.either(env.runTool(call.name, spec, data))
-      if (env.timedOut()) return yield* new CapsuleFailure({ message: "input-timeout" })
+      if (env.timedOut()) return yield* CapsuleFailure.inputTimeout()
       result = Either.isRight(ran)
         ? ran.right.result ?? errorResult("tool returned no result")
         : errorResult(ran.left.message)
