@@ -23,7 +23,7 @@ import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { Shell } from "../shell/Shell.js"
 import { Trace } from "../records/Trace.js"
-import { declaredCapabilities } from "../records/TraceEvents.js"
+import { sessionStartOf } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
 import { DelegationLauncher } from "../delegation/DelegationLauncher.js"
@@ -114,28 +114,17 @@ export const AgentCapsule = {
         const peerFiles = peerFilesFor(prepared, planes, doorUrl, trace)
         const started = Date.now()
         const totals = emptyTotals()
-        const caps = manifest.capabilities
         yield* trace.sessionStart({
-          capsule_name: manifest.name,
-          capsule_version: manifest.version,
-          model: prepared.model,
-          max_turns: prepared.maxTurns,
-          max_session_tokens: manifest.inference?.maxSessionTokens ?? null,
-          // A machine-wide budget and user-namespace containment are not features of this runtime.
-          machine_tokens_per_day: null,
-          capabilities: declaredCapabilities(caps, prepared.shell.allow.length),
-          tools_declared: prepared.toolList.map((tool) => tool.name),
-          containment_declared: prepared.containment.declared,
-          containment_achieved: prepared.containment.achieved,
-          userns_grant: null,
-          workdir_exec: caps.filesystem?.workdirExec ?? false,
-          // One launch is one fresh session: nothing resumed, no pinned context.
-          resumed_from: null,
-          context_id: null,
-          ...(lineage === undefined ? {} : { spawned_by: lineage.spawnedBy, delegation_id: lineage.delegationId }),
-          system_prompt_source: prepared.systemPromptSource,
-          credential_source: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment",
-          system_prompt_sha256: null,
+          ...sessionStartOf({
+            manifest,
+            tools: prepared.toolList.map((tool) => tool.name),
+            shellCommands: prepared.shell.allow.length,
+            containment: prepared.containment,
+            inference: { model: prepared.model, maxTurns: prepared.maxTurns, maxSessionTokens: manifest.inference?.maxSessionTokens ?? null },
+            lineage,
+            systemPromptSource: prepared.systemPromptSource,
+            credentialSource: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment"
+          }),
           effective_grants: effectiveGrants(prepared),
           ...(prepared.systemPromptText === undefined ? {} : { system_prompt: prepared.systemPromptText })
         }).pipe(Effect.orDie)

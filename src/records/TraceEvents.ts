@@ -6,6 +6,7 @@
  * writes them in the caller's order. Field names are the wire names (snake_case).
  */
 import type { Lane, Origin, Trust } from "../services/Task.js"
+import type { CapsuleManifest } from "../project/Manifest.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
 
@@ -49,6 +50,51 @@ export interface SessionStartFields {
   readonly effective_grants?: Readonly<Record<string, unknown>>
   /** The prompt body: never on the line; under `content` stored as `blobs/<system_prompt_sha256>`. */
   readonly system_prompt?: string | null
+}
+
+/** What a launch says of itself in `session_start`, whatever its kind. */
+export interface SessionStartOf {
+  readonly manifest: Pick<CapsuleManifest, "name" | "version" | "capabilities">
+  /** The tools the capsule declares, as its card names them. */
+  readonly tools: ReadonlyArray<string>
+  /** How many commands `capabilities.shell` allows. */
+  readonly shellCommands: number
+  readonly containment: { readonly declared: Containment; readonly achieved: Containment }
+  /** An agent's inference settings; a script capsule has none. */
+  readonly inference?: { readonly model: string; readonly maxTurns: number; readonly maxSessionTokens: number | null } | undefined
+  /** A delegated child's spawner and delegation. */
+  readonly lineage?: { readonly spawnedBy: string; readonly delegationId: string } | undefined
+  readonly systemPromptSource?: SessionStartFields["system_prompt_source"] | undefined
+  readonly credentialSource?: SessionStartFields["credential_source"] | undefined
+}
+
+/**
+ * A launch's `session_start` fields, in the reference's order, for the agent and the script kind
+ * alike. One launch is one fresh session: nothing resumed, no pinned context; a machine-wide token
+ * budget and user-namespace containment are not features of this runtime.
+ */
+export const sessionStartOf = (of: SessionStartOf): SessionStartFields => {
+  const caps = of.manifest.capabilities
+  return {
+    capsule_name: of.manifest.name,
+    capsule_version: of.manifest.version,
+    model: of.inference?.model ?? "",
+    max_turns: of.inference?.maxTurns ?? 0,
+    max_session_tokens: of.inference?.maxSessionTokens ?? null,
+    machine_tokens_per_day: null,
+    capabilities: declaredCapabilities(caps, of.shellCommands),
+    tools_declared: of.tools,
+    containment_declared: of.containment.declared,
+    containment_achieved: of.containment.achieved,
+    userns_grant: null,
+    workdir_exec: caps.filesystem?.workdirExec ?? false,
+    resumed_from: null,
+    context_id: null,
+    ...(of.lineage === undefined ? {} : { spawned_by: of.lineage.spawnedBy, delegation_id: of.lineage.delegationId }),
+    system_prompt_source: of.systemPromptSource ?? "none",
+    credential_source: of.credentialSource ?? "none",
+    system_prompt_sha256: null
+  }
 }
 
 export type TaskSource = "a2a" | "task_md" | "detached_shell" | "detached_lost"
