@@ -5,7 +5,7 @@
  * and anything else is an `error` result the model reads. Writes the call's trace lines and
  * fences the result the model will read. The `inference` line it hangs under may still be being
  * written while the call runs, and its own `tool_call` line while the loop goes on (both in order:
- * ../agent/AgentLoop.ts, `ahead`).
+ * ../records/TraceAhead.ts).
  */
 import { Effect, Either } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
