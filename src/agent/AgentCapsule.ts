@@ -13,7 +13,7 @@
  * "driver invocation failed: …" (or "agent loop failed: …"). A timed-out request-input fails it
  * with "input-timeout".
  */
-import { type Context, Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { parseAllowList } from "../sandbox/grants/NetworkPolicy.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
@@ -23,7 +23,7 @@ import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { Shell } from "../shell/Shell.js"
 import { Trace } from "../records/Trace.js"
-import { declaredCapabilities } from "../records/TraceEvents.js"
+import { sessionStartOf } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { capsuleUrlOf, withCapsuleUrl } from "./CapsuleUrl.js"
 import { DelegationLauncher } from "../delegation/DelegationLauncher.js"
@@ -33,7 +33,7 @@ import { audienceOf } from "../planes/PeerHandle.js"
 import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "../planes/PeerTools.js"
 import { failedMessage } from "./FailureReason.js"
 import { ShellCompletions } from "./ShellCompletions.js"
-import { emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
+import { type AgentEnv, emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
 export const SESSION_ENDED = "session ended"
 
@@ -55,10 +55,6 @@ export interface Lineage {
   readonly spawnedBy: string
   readonly delegationId: string
 }
-
-/** Hands on a service the loop reads optionally (`Effect.serviceOption`), when the session has it. */
-const provideOption = <I, S>(tag: Context.Tag<I, S>, service: Option.Option<S>) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Option.isSome(service) ? Effect.provideService(effect, tag, service.value) as Effect.Effect<A, E, R> : effect
 
 /**
  * The peer tools this capsule is offered (`share-file` with `exports.peer_files`, `fetch-peer-file`
@@ -118,28 +114,17 @@ export const AgentCapsule = {
         const peerFiles = peerFilesFor(prepared, planes, doorUrl, trace)
         const started = Date.now()
         const totals = emptyTotals()
-        const caps = manifest.capabilities
         yield* trace.sessionStart({
-          capsule_name: manifest.name,
-          capsule_version: manifest.version,
-          model: prepared.model,
-          max_turns: prepared.maxTurns,
-          max_session_tokens: manifest.inference?.maxSessionTokens ?? null,
-          // A machine-wide budget and user-namespace containment are not features of this runtime.
-          machine_tokens_per_day: null,
-          capabilities: declaredCapabilities(caps, prepared.shell.allow.length),
-          tools_declared: prepared.toolList.map((tool) => tool.name),
-          containment_declared: prepared.containment.declared,
-          containment_achieved: prepared.containment.achieved,
-          userns_grant: null,
-          workdir_exec: caps.filesystem?.workdirExec ?? false,
-          // One launch is one fresh session: nothing resumed, no pinned context.
-          resumed_from: null,
-          context_id: null,
-          ...(lineage === undefined ? {} : { spawned_by: lineage.spawnedBy, delegation_id: lineage.delegationId }),
-          system_prompt_source: prepared.systemPromptSource,
-          credential_source: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment",
-          system_prompt_sha256: null,
+          ...sessionStartOf({
+            manifest,
+            tools: prepared.toolList.map((tool) => tool.name),
+            shellCommands: prepared.shell.allow.length,
+            containment: prepared.containment,
+            inference: { model: prepared.model, maxTurns: prepared.maxTurns, maxSessionTokens: manifest.inference?.maxSessionTokens ?? null },
+            lineage,
+            systemPromptSource: prepared.systemPromptSource,
+            credentialSource: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment"
+          }),
           effective_grants: effectiveGrants(prepared),
           ...(prepared.systemPromptText === undefined ? {} : { system_prompt: prepared.systemPromptText })
         }).pipe(Effect.orDie)
@@ -159,24 +144,15 @@ export const AgentCapsule = {
         // for the driver (docs/benchmarks.md, "Agent").
         yield* sandbox.warm(guestTemplate(prepared, prepared.driver.name, prepared.driver.spec), Math.min(2, prepared.maxTurns))
         for (const [name, spec] of Object.entries(prepared.tools)) yield* sandbox.warm(guestTemplate(prepared, name, spec), 1)
+        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations }
         return Capsule.of({
           info: agentInfo(prepared),
           run: (input, io) =>
-            runAgentTask(prepared, input, io, totals).pipe(
-              Effect.provideService(Sandbox, sandbox),
-              Effect.provideService(Shell, shell),
-              Effect.provideService(Trace, trace),
-              provideOption(ShellCompletions, completions),
-              provideOption(DelegationLauncher, launcher),
-              provideOption(DetachedRegistry, detached),
-              provideOption(DelegationTracker, delegations),
-              provideOption(ResourcePlanes, planes),
-              provideOption(PeerFiles, peerFiles),
-              provideOption(Conversations, conversations),
+            runAgentTask(env, input, io).pipe(
               // Every run that ends, however it ends, is a task that reached a terminal state.
               Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
               Effect.flatMap((outcome) =>
-                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ message: failedMessage(SESSION_ENDED, outcome.text) }))
+                outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ reason: "Failed", message: failedMessage(SESSION_ENDED, outcome.text) }))
               )
             )
         })

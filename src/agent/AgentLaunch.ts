@@ -25,7 +25,8 @@ import type { SandboxError } from "../sandbox/SandboxError.js"
 import { delegateTaskDefinition } from "../delegation/DelegateTask.js"
 import { driverAccess } from "./DriverAccess.js"
 import { fetchPeerFileDefinition, shareFileDefinition } from "../planes/PeerTools.js"
-import { systemPrompt, type ToolDefinition } from "./DriverProtocol.js"
+import { systemPrompt } from "./DriverProtocol.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 import { stageAgentWorkdir } from "./Staging.js"
 
 export interface AgentLaunchOptions {
@@ -85,12 +86,70 @@ export interface PreparedAgent {
   readonly warnings: ReadonlyArray<string>
 }
 
-
 const readText = (path: string) => (existsSync(path) ? readFileSync(path, "utf8") : undefined)
+
+type Inference = NonNullable<CapsuleProject["manifest"]["inference"]>
+
+/** The components' caps, from `capabilities.limits`. */
+const cappedBy = (project: CapsuleProject) => {
+  const limits = effectiveLimits(project.manifest.capabilities)
+  return { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
+}
+
+/** The driver: its component, and its grant with the inference gateway's access. */
+const loadDriver = (project: CapsuleProject, inference: Inference, context: GrantContext, deadlineSeconds: number, warnings: Array<string>) =>
+  Effect.gen(function*() {
+    const cache = yield* ComponentCache
+    const driverArtifact = project.artifacts.find((artifact) => artifact.entry.name === inference.driver!.artifact)
+    if (driverArtifact?.wasm === undefined) {
+      return yield* new ProjectError({ code: "E-RUN-006", message: `driver artifact '${inference.driver!.artifact}' is not installed` })
+    }
+    const access = driverAccess(driverArtifact.entry.name, inference.endpoint, inference.apiKey, driverArtifact.own?.inferenceAuth)
+    if (access.warning !== undefined) warnings.push(access.warning)
+    const driverGrant = yield* toolGrant({ ...context, runtimeVars: { ...context.runtimeVars, ...access.vars } }, driverArtifact.entry)
+    warnings.push(...driverGrant.warnings)
+    return {
+      name: driverArtifact.entry.name,
+      spec: {
+        component: yield* cache.load(driverArtifact.wasm, cappedBy(project), artifactLabel(driverArtifact)),
+        grant: { ...driverGrant.grant, gateway: access.gateway },
+        deadlineSeconds
+      }
+    }
+  })
+
+/** The WASM tools (`runtime: tool`), each with its own grant. */
+const loadTools = (project: CapsuleProject, context: GrantContext, deadlineSeconds: number, warnings: Array<string>) =>
+  Effect.gen(function*() {
+    const cache = yield* ComponentCache
+    const tools: Record<string, ToolSpec> = {}
+    for (const artifact of project.artifacts) {
+      const { entry } = artifact
+      if (entry.runtime !== "tool" || artifact.wasm === undefined) continue
+      const granted = yield* toolGrant(context, entry)
+      warnings.push(...granted.warnings)
+      tools[entry.name] = { component: yield* cache.load(artifact.wasm, cappedBy(project), artifactLabel(artifact)), grant: granted.grant, deadlineSeconds }
+    }
+    return tools
+  })
+
+/** The manifest's system prompt: inline, from `system_prompt_file`, or a skill's `skill.md`. */
+const resolvePrompt = (project: CapsuleProject, inference: Inference, skills: Readonly<Record<string, string>>) =>
+  Effect.gen(function*() {
+    let prompt: string | undefined = inference.systemPrompt
+    if (inference.systemPromptFile !== undefined) {
+      const path = resolve(project.directory, inference.systemPromptFile)
+      prompt = readText(path) ?? (yield* new ProjectError({ code: "E-RUN-009", message: `cannot read inference.system_prompt_file ${path}` }))
+    }
+    if (inference.systemPromptArtifact !== undefined) {
+      const entry = project.manifest.artifacts.find((candidate) => candidate.name === inference.systemPromptArtifact)!
+      prompt = skills[entry.name] ?? readText(join(artifactLocation(project.directory, entry), "skill.md"))
+    }
+    return prompt
+  })
 
 export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOptions): Effect.Effect<PreparedAgent, ProjectError | SandboxError, ComponentCache> =>
   Effect.gen(function*() {
-    const cache = yield* ComponentCache
     const { manifest } = project
     const inference = manifest.inference
     if (inference === undefined || inference.transport !== "http" || inference.driver === undefined) {
@@ -118,26 +177,10 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       ...(options.capsuleUrl === undefined ? {} : { MURMUR_CAPSULE_URL: options.capsuleUrl })
     }
     const context: GrantContext = { manifest, workdir, hostEnv: options.hostEnv, runtimeVars }
-    const limits = effectiveLimits(manifest.capabilities)
-    const capped = { memoryBytes: limits.memoryBytes, tableElements: limits.tableElements }
+    const { deadlineSeconds } = effectiveLimits(manifest.capabilities)
     const warnings = [...project.warnings.map((w) => `warning[${w.code}]: ${w.message}`), ...containment.warnings]
 
-    const driverArtifact = project.artifacts.find((artifact) => artifact.entry.name === inference.driver!.artifact)
-    if (driverArtifact?.wasm === undefined) {
-      return yield* new ProjectError({ code: "E-RUN-006", message: `driver artifact '${inference.driver.artifact}' is not installed` })
-    }
-    const access = driverAccess(driverArtifact.entry.name, inference.endpoint, inference.apiKey, driverArtifact.own?.inferenceAuth)
-    if (access.warning !== undefined) warnings.push(access.warning)
-    const driverGrant = yield* toolGrant({ ...context, runtimeVars: { ...runtimeVars, ...access.vars } }, driverArtifact.entry)
-    warnings.push(...driverGrant.warnings)
-    const driver = {
-      name: driverArtifact.entry.name,
-      spec: {
-        component: yield* cache.load(driverArtifact.wasm, capped, artifactLabel(driverArtifact)),
-        grant: { ...driverGrant.grant, gateway: access.gateway },
-        deadlineSeconds: limits.deadlineSeconds
-      }
-    }
+    const driver = yield* loadDriver(project, inference, context, deadlineSeconds, warnings)
 
     const staged = yield* stageAgentWorkdir(project, {
       sessionId: options.sessionId,
@@ -146,24 +189,8 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     })
     warnings.push(...staged.warnings)
     const { skills } = staged
-    const tools: Record<string, ToolSpec> = {}
-    for (const artifact of project.artifacts) {
-      const { entry } = artifact
-      if (entry.runtime !== "tool" || artifact.wasm === undefined) continue
-      const granted = yield* toolGrant(context, entry)
-      warnings.push(...granted.warnings)
-      tools[entry.name] = { component: yield* cache.load(artifact.wasm, capped, artifactLabel(artifact)), grant: granted.grant, deadlineSeconds: limits.deadlineSeconds }
-    }
-
-    let prompt: string | undefined = inference.systemPrompt
-    if (inference.systemPromptFile !== undefined) {
-      const path = resolve(project.directory, inference.systemPromptFile)
-      prompt = readText(path) ?? (yield* new ProjectError({ code: "E-RUN-009", message: `cannot read inference.system_prompt_file ${path}` }))
-    }
-    if (inference.systemPromptArtifact !== undefined) {
-      const entry = manifest.artifacts.find((candidate) => candidate.name === inference.systemPromptArtifact)!
-      prompt = skills[entry.name] ?? readText(join(artifactLocation(project.directory, entry), "skill.md"))
-    }
+    const tools = yield* loadTools(project, context, deadlineSeconds, warnings)
+    const prompt = yield* resolvePrompt(project, inference, skills)
     const shellCaps = manifest.capabilities.shell
     const shell = {
       allow: shellCaps?.allow ?? [],
@@ -207,7 +234,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       runtimeVars,
       hostEnv: options.hostEnv,
       lifecycle,
-      deadlineSeconds: limits.deadlineSeconds,
+      deadlineSeconds,
       spawnAllow,
       delegationDeadlineSecs: deadlineOverride > 0 ? deadlineOverride : lifecycle.delegationDeadlineSecs,
       containment,

@@ -6,20 +6,21 @@
  * tool result becomes one `artifact` event; trace lines go through `Trace`; `out/result.txt` is
  * always written. Interruption (cancel) stops at once: the worker in flight is terminated by the
  * Sandbox's scope, and nothing after it runs. `task.md`, `out/result.txt` and `logs/guest.log` are
- * opened without following links (../sandbox/WorkdirFs.ts): a task that meets one (a tool may
+ * opened without following links (../records/WorkdirFs.ts): a task that meets one (a tool may
  * plant it) fails naming it, and nothing is read or written where it leads.
  */
-import { Effect, Either, Fiber, Option } from "effect"
+import { Data, Effect, Either, Fiber, Option } from "effect"
 import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../sandbox/Sandbox.js"
-import { guestLog } from "../script/ScriptLaunch.js"
+import { guestLog } from "../sandbox/GuestLog.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
-import { CapsuleFailure, type TaskInput, type TaskIO } from "../services/Capsule.js"
+import { CapsuleFailure, INPUT_TIMEOUT, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { Shell } from "../shell/Shell.js"
 import { laneOf } from "../services/Task.js"
 import { outgoingTraceHeaders } from "../services/Tracing.js"
 import { Trace } from "../records/Trace.js"
+import { type TraceAhead, traceAhead } from "../records/TraceAhead.js"
 import type { TaskExitStatus } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { delegateTask } from "../delegation/DelegateTask.js"
@@ -28,7 +29,7 @@ import { Conversations } from "./Conversations.js"
 import { PeerFiles } from "../planes/PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { explainFailure, reasonContext } from "./FailureReason.js"
-import { tokenCounter } from "./Tokens.js"
+import { type TokenCounter, tokenCounter } from "./Tokens.js"
 import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
 import {
   assistantMessage,
@@ -47,7 +48,8 @@ import {
   toolMessage,
   userMessage
 } from "./DriverProtocol.js"
-import { append, newTranscript, wireTracer } from "../records/WireTrace.js"
+import { append, newTranscript, type Transcript, wireTracer } from "../records/WireTrace.js"
+
 
 export interface AgentOutcome {
   /** What `task_end` records. */
@@ -58,7 +60,7 @@ export interface AgentOutcome {
 }
 
 /** A host-side error: the task fails with this message (`driver invocation failed: …`). */
-export class AgentHostError extends Error {}
+export class AgentHostError extends Data.TaggedError("AgentHostError")<{ readonly message: string }> {}
 
 export const writeResult = (workdir: string, text: string) => WorkdirFs.attempt(() => WorkdirFs.write(workdir, "out/result.txt", text))
 
@@ -92,70 +94,61 @@ export const guestTemplate = (prepared: PreparedAgent, name: string, spec: ToolS
   artifacts: prepared.artifacts
 })
 
-/** Runs one task; fails only with a host-side error (or `input-timeout`). */
-export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: TaskIO, totals: SessionTotals = emptyTotals()) =>
+/** What every task of one agent session shares, built once by the capsule's layer (./AgentCapsule.ts). */
+export interface AgentEnv {
+  readonly prepared: PreparedAgent
+  readonly sandbox: Sandbox["Type"]
+  readonly shell: Shell["Type"]
+  readonly trace: Trace["Type"]
+  /** The session's sums, added to as each task ends. */
+  readonly totals: SessionTotals
+  /** Outside a session that delivers completions (a library caller's own loop), nobody waits. */
+  readonly completions: Option.Option<ShellCompletions["Type"]>
+  /** Present when the capsule may delegate. */
+  readonly launcher: Option.Option<DelegationLauncher["Type"]>
+  /** The residue sources a cancel names, when the session has them. */
+  readonly detachedWork: Option.Option<DetachedRegistry["Type"]>
+  readonly delegations: Option.Option<DelegationTracker["Type"]>
+  readonly peerFiles: Option.Option<PeerFiles["Type"]>
+  /** Present under `lifecycle.conversation: threaded`. */
+  readonly conversations: Option.Option<Conversations["Type"]>
+}
+
+/** One task in progress: what it was handed, and what it has done so far. */
+interface TaskRun {
+  readonly env: AgentEnv
+  readonly input: TaskInput
+  readonly io: TaskIO
+  readonly started: number
+  readonly counts: TaskCounts
+  /** Where the task is, for `task_canceled`, and whether a request-input of it timed out. */
+  readonly state: { phase: "turn" | "inference" | "input"; turn: number; timedOut: boolean }
+  readonly countTokens: TokenCounter
+  readonly log: ReturnType<typeof guestLog>
+  /** A failure's text names the configured endpoint and the grant to change, never a secret. */
+  readonly explain: (text: string) => string
+  readonly lines: TraceAhead<CapsuleFailure>
+  /** The `task_start` line's id, once it is written. */
+  readonly taskNode: Effect.Effect<string, CapsuleFailure>
+  /** `task.md`, written while the first driver call runs (the driver does not read it). */
+  readonly taskFile: Fiber.Fiber<void, WorkdirFs.WorkdirPathRefused>
+}
+
+/** A trace write that failed fails the task as a host error. */
+const traced = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.mapError((error) => new CapsuleFailure({ reason: "HostError", message: `agent loop failed: ${error.message}` })))
+
+/** Opens the task: its guest log, `task.md` and its first trace lines, all under way. */
+const beginTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
   Effect.gen(function*() {
-    const sandbox = yield* Sandbox
-    const shell = yield* Shell
-    const trace = yield* Trace
-    const countTokens = yield* tokenCounter
-    // Outside a session that delivers completions (a library caller's own loop), nobody waits.
-    const completions = yield* Effect.serviceOption(ShellCompletions)
-    // Present when the capsule may delegate; the residue sources when the session has them.
-    const launcher = yield* Effect.serviceOption(DelegationLauncher)
-    const detachedWork = yield* Effect.serviceOption(DetachedRegistry)
-    const delegations = yield* Effect.serviceOption(DelegationTracker)
-    const peerFiles = yield* Effect.serviceOption(PeerFiles)
-    const conversations = yield* Effect.serviceOption(Conversations)
+    const { prepared, trace } = env
     const started = Date.now()
-    const counts: TaskCounts = { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 }
-    const phase = { name: "turn" as "turn" | "inference" | "input", turn: 0 }
-    let timedOut = false
+    const countTokens = yield* tokenCounter
     const log = guestLog(prepared.workdir)
     yield* Effect.addFinalizer(() => log.close)
-    // A failure's text names the configured endpoint and the grant to change, never a secret.
     const reasons = reasonContext(prepared)
-    const explain = (text: string) => explainFailure(text, reasons)
-
-    const traced = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.mapError((error) => new CapsuleFailure({ message: `agent loop failed: ${error.message}` })))
-    // A trace line the next step does not need (task_start before the first driver call, an
-    // `inference` line before its tool calls, the last one before the final writes) is written
-    // while that step runs. Lines stay in order: each waits for the one before, and so does every
-    // other line and the task's end (`settled`), where a failed write still fails the task.
-    let inFlight: Fiber.Fiber<unknown, CapsuleFailure> | undefined
-    const after = (fiber: typeof inFlight) => (fiber === undefined ? Effect.void : Effect.asVoid(Fiber.join(fiber)))
-    const settled = Effect.suspend(() => after(inFlight))
-    const ahead = <A>(line: Effect.Effect<A, CapsuleFailure>) =>
-      Effect.suspend(() => {
-        // The line before is the one in flight now, not when the fork runs (by then it is this one).
-        const before = after(inFlight)
-        return Effect.map(Effect.fork(Effect.zipRight(before, line)), (fiber) => {
-          inFlight = fiber
-          return Fiber.join(fiber)
-        })
-      })
-    const endTask = (exit: Exclude<TaskExitStatus, "reopen_budget_exhausted">) =>
-      settled.pipe(Effect.zipRight(Effect.sync(() => {
-        totals.turns += counts.turns
-        totals.inputTokens += counts.inputTokens
-        totals.outputTokens += counts.outputTokens
-        totals.toolCalls += counts.toolCalls
-        totals.shellCalls += counts.shellCalls
-        totals.lastExit = exit
-      })), Effect.zipRight(traced(trace.taskEnd({
-        task_id: input.taskId,
-        exit_status: exit,
-        duration_ms: Date.now() - started,
-        turns: counts.turns,
-        input_tokens: counts.inputTokens,
-        output_tokens: counts.outputTokens,
-        tool_calls: counts.toolCalls,
-        shell_calls: counts.shellCalls,
-        reopen_count: 0
-      }))))
-
-    // Written while the first driver call runs (the driver does not read it); tools, which may,
-    // and the task's end wait for it.
+    const lines = traceAhead<CapsuleFailure>()
+    // Tools, which may read task.md, and the task's end wait for it.
     const taskFile = yield* Effect.fork(WorkdirFs.attempt(() => WorkdirFs.write(prepared.workdir, "task.md", input.text)))
     // A task from the wire is announced before it starts (§4.1 step 2); one the host started is not.
     const announced: Effect.Effect<unknown, CapsuleFailure> = input.provenance.hostSource !== undefined ? Effect.void : traced(trace.record("a2a_task_received", undefined, {
@@ -164,7 +157,7 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       message_id: input.messageId,
       traceparent_from_caller: input.provenance.traceparent ?? null
     }))
-    const taskNode = yield* ahead(Effect.zipRight(announced, traced(trace.taskStart({
+    const taskNode = yield* lines.ahead(Effect.zipRight(announced, traced(trace.taskStart({
       task_id: input.taskId,
       context_id: input.contextId,
       source: input.provenance.hostSource ?? "a2a",
@@ -175,188 +168,286 @@ export const runAgentTask = (prepared: PreparedAgent, input: TaskInput, io: Task
       message_parts_bytes: Buffer.byteLength(input.text),
       queued_ms: input.queuedMs ?? 0
     }))))
+    return {
+      env,
+      input,
+      io,
+      started,
+      counts: { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 },
+      state: { phase: "turn", turn: 0, timedOut: false },
+      countTokens,
+      log,
+      explain: (text) => explainFailure(text, reasons),
+      lines,
+      taskNode,
+      taskFile
+    } satisfies TaskRun
+  })
 
-    const toolHost = (): GuestHost => ({
-      text: io.text,
-      thinking: io.thinking,
-      requestInput: (prompt) =>
-        Effect.gen(function*() {
-          const before = phase.name
-          phase.name = "input"
-          const answer = yield* io.requestInput(prompt).pipe(Effect.tapError((error) => Effect.sync(() => void (timedOut ||= error.message === "input-timeout"))))
-          phase.name = before
-          return answer
-        }),
-      sendMessage: () => Effect.fail({ message: "message/send is not available to tools" }),
-      stdout: log.write,
-      stderr: log.write
+/** Adds the task to the session's sums and writes its `task_end`, after every line before it. */
+const endTask = (task: TaskRun, exit: Exclude<TaskExitStatus, "reopen_budget_exhausted">) =>
+  task.lines.settled.pipe(Effect.zipRight(Effect.sync(() => {
+    const { counts, env: { totals } } = task
+    totals.turns += counts.turns
+    totals.inputTokens += counts.inputTokens
+    totals.outputTokens += counts.outputTokens
+    totals.toolCalls += counts.toolCalls
+    totals.shellCalls += counts.shellCalls
+    totals.lastExit = exit
+  })), Effect.zipRight(traced(task.env.trace.taskEnd({
+    task_id: task.input.taskId,
+    exit_status: exit,
+    duration_ms: Date.now() - task.started,
+    turns: task.counts.turns,
+    input_tokens: task.counts.inputTokens,
+    output_tokens: task.counts.outputTokens,
+    tool_calls: task.counts.toolCalls,
+    shell_calls: task.counts.shellCalls,
+    reopen_count: 0
+  }))))
+
+/** What a tool run can do: its chunks go to the task, its request-input puts the task in `input-required`. */
+const toolHost = (task: TaskRun): GuestHost => ({
+  text: task.io.text,
+  thinking: task.io.thinking,
+  requestInput: (prompt) =>
+    Effect.gen(function*() {
+      const before = task.state.phase
+      task.state.phase = "input"
+      const answer = yield* task.io.requestInput(prompt).pipe(Effect.tapError((error) => Effect.sync(() => void (task.state.timedOut ||= error.reason === "InputTimeout"))))
+      task.state.phase = before
+      return answer
+    }),
+  sendMessage: () => Effect.fail({ message: "message/send is not available to tools" }),
+  stdout: task.log.write,
+  stderr: task.log.write
+})
+
+// `traceparent`: the provider sees the turn's trace context (the gateway sets it on what it forwards).
+const runGuest = (task: TaskRun, name: string, spec: ToolSpec, data: string, host: GuestHost, traceparent?: string) =>
+  task.env.sandbox.run({ ...guestTemplate(task.env.prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host, traceparent })
+
+/** One tool call. A refused task.md fails the task at its end; tools meanwhile run without it. */
+const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) => {
+  const { env, input } = task
+  const launcher = Option.getOrUndefined(env.launcher)
+  return Effect.zipRight(Effect.ignore(Fiber.join(task.taskFile)), dispatchTool({
+    prepared: env.prepared,
+    taskId: input.taskId,
+    counts: task.counts,
+    shell: env.shell,
+    runTool: (name, spec, data) => runGuest(task, name, spec, data, toolHost(task)),
+    timedOut: () => task.state.timedOut,
+    record: (type, parentId, fields) => Effect.zipRight(task.lines.settled, traced(env.trace.record(type, parentId, fields))),
+    recordAhead: (type, parentId, fields) => Effect.asVoid(task.lines.ahead(traced(env.trace.record(type, parentId, fields)))),
+    delegate: launcher === undefined || launcher.allowed.length === 0 ? undefined : (callInput) =>
+      delegateTask(launcher, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
+    peer: Option.getOrUndefined(env.peerFiles),
+    follow: (detached, completion) =>
+      Option.match(env.completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion, input.provenance.trust) })
+  }, call, turn, parent))
+}
+
+/**
+ * Threaded: each turn of this task is recorded as it completes (./Conversations.ts). A record
+ * that passed its caps dropped its oldest turns: the trace says so, under the task.
+ */
+const remember = (task: TaskRun, turnMessages: ReadonlyArray<Message>) => {
+  const { conversations, trace } = task.env
+  if (Option.isNone(conversations)) return Effect.void
+  return Effect.flatMap(conversations.value.append(task.input.contextId, task.input.taskId, turnMessages), (trim) =>
+    trim === undefined ? Effect.void : Effect.asVoid(task.lines.ahead(Effect.flatMap(task.taskNode, (parent) =>
+      traced(trace.record("conversation_trimmed", parent, { task_id: task.input.taskId, ...trim }))))))
+}
+
+/** The task's side of the conversation with its driver, across its turns. */
+interface Dialogue {
+  readonly transcript: Transcript<Message>
+  continuation: Continuation | undefined
+  readonly wire: ReturnType<typeof wireTracer>
+  readonly cacheKey: string
+  readonly driverHost: GuestHost
+}
+
+/** Threaded: the context's earlier turns come first, reloaded before the first driver call. */
+const openDialogue = (task: TaskRun) =>
+  Effect.gen(function*() {
+    const { conversations, prepared, trace } = task.env
+    const transcript = newTranscript<Message>()
+    if (Option.isSome(conversations)) for (const message of yield* conversations.value.history(task.input.contextId)) append(transcript, message)
+    const opening = userMessage(taskText(task.input.provenance, task.input.text))
+    append(transcript, opening)
+    yield* remember(task, [opening])
+    return {
+      transcript,
+      continuation: undefined,
+      wire: wireTracer(trace, prepared.system, prepared.toolList),
+      cacheKey: promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, task.input.contextId),
+      driverHost: { ...toolHost(task), requestInput: noInput }
+    } satisfies Dialogue
+  })
+
+/** The driver's answer to this turn's request, and the request's token count. */
+const drive = (task: TaskRun, dialogue: Dialogue, turn: number) =>
+  Effect.gen(function*() {
+    const { prepared } = task.env
+    const { messages } = dialogue.transcript
+    const send = outgoing(messages, dialogue.continuation, task.input.contextId)
+    const request = buildRequest({
+      model: prepared.model,
+      maxTokens: prepared.maxTokens,
+      messages: send.messages,
+      tools: prepared.toolList,
+      system: prepared.system,
+      continuationId: send.continuationId,
+      promptCacheKey: dialogue.cacheKey
     })
+    const body = JSON.stringify(request)
+    task.state.phase = "inference"
+    const driving = yield* Effect.fork(Effect.either(Effect.flatMap(outgoingTraceHeaders, ({ traceparent }) =>
+      runGuest(task, prepared.driver.name, prepared.driver.spec, body, dialogue.driverHost, traceparent)).pipe(
+      Effect.withSpan("AgentLoop.driver", { attributes: { taskId: task.input.taskId, turn: turn + 1, driver: prepared.driver.name } })
+    )))
+    // Counted while the driver's worker runs: the whole payload, as if nothing were threaded.
+    const inputTokens = task.countTokens(send.continuationId === undefined ? body : JSON.stringify({ ...request, messages }))
+    const ran = yield* Fiber.join(driving)
+    task.state.phase = "turn"
+    if (Either.isLeft(ran)) return yield* new AgentHostError({ message: ran.left.message })
+    return { ran: ran.right, sent: send.messages.length, inputTokens }
+  })
 
-    // `traceparent`: the provider sees the turn's trace context (the gateway sets it on what it forwards).
-    const runGuest = (name: string, spec: ToolSpec, data: string, host: GuestHost, traceparent?: string) =>
-      sandbox.run({ ...guestTemplate(prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host, traceparent })
-
-    // A refused task.md fails the task at its end; tools meanwhile run without it.
-    const dispatch = (call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) =>
-      Effect.zipRight(Effect.ignore(Fiber.join(taskFile)), dispatchTool({
-        prepared,
-        taskId: input.taskId,
-        counts,
-        shell,
-        runTool: (name, spec, data) => runGuest(name, spec, data, toolHost()),
-        timedOut: () => timedOut,
-        record: (type, parentId, fields) => Effect.zipRight(settled, traced(trace.record(type, parentId, fields))),
-        recordAhead: (type, parentId, fields) => Effect.asVoid(ahead(traced(trace.record(type, parentId, fields)))),
-        delegate: Option.isNone(launcher) || launcher.value.allowed.length === 0 ? undefined : (callInput) =>
-          delegateTask(launcher.value, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
-        peer: Option.getOrUndefined(peerFiles),
-        follow: (detached, completion) => Option.match(completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion, input.provenance.trust) })
-      }, call, turn, parent))
-
-    const loop = Effect.gen(function*() {
-      const transcript = newTranscript()
-      const { messages } = transcript
-      // Threaded: the context's earlier turns come first, reloaded before the first driver call;
-      // each turn of this task is recorded as it completes (./Conversations.ts).
-      // A record that passed its caps dropped its oldest turns: the trace says so, under the task.
-      const remember = (turnMessages: ReadonlyArray<Message>) =>
-        Option.isNone(conversations) ? Effect.void : Effect.flatMap(
-          conversations.value.append(input.contextId, input.taskId, turnMessages),
-          (trim) =>
-            trim === undefined ? Effect.void : Effect.asVoid(ahead(Effect.flatMap(taskNode, (parent) =>
-              traced(trace.record("conversation_trimmed", parent, { task_id: input.taskId, ...trim })))))
-        )
-      if (Option.isSome(conversations)) for (const message of yield* conversations.value.history(input.contextId)) append(transcript, message)
-      const opening = userMessage(taskText(input.provenance, input.text))
-      append(transcript, opening)
-      yield* remember([opening])
-      const wire = wireTracer(trace, prepared.system, prepared.toolList)
-      let continuation: Continuation | undefined
-      const cacheKey = promptCacheKey(prepared.project.manifest.name, prepared.project.manifest.version, input.contextId)
-      const driverHost: GuestHost = { ...toolHost(), requestInput: noInput }
-      // One turn: the driver's answer, then its tool calls. `undefined` goes on to the next turn.
-      const oneTurn = (turn: number) => Effect.gen(function*() {
-        phase.turn = turn
-        counts.turns = turn + 1
-        yield* io.status(`inference turn ${turn + 1}`)
-        const send = outgoing(messages, continuation, input.contextId)
-        const request = buildRequest({
-          model: prepared.model,
-          maxTokens: prepared.maxTokens,
-          messages: send.messages,
-          tools: prepared.toolList,
-          system: prepared.system,
-          continuationId: send.continuationId,
-          promptCacheKey: cacheKey
-        })
-        const body = JSON.stringify(request)
-        phase.name = "inference"
-        const driving = yield* Effect.fork(Effect.either(Effect.flatMap(outgoingTraceHeaders, ({ traceparent }) =>
-          runGuest(prepared.driver.name, prepared.driver.spec, body, driverHost, traceparent)).pipe(
-          Effect.withSpan("AgentLoop.driver", { attributes: { taskId: input.taskId, turn: turn + 1, driver: prepared.driver.name } })
-        )))
-        // Counted while the driver's worker runs: the whole payload, as if nothing were threaded.
-        const inputTokens = countTokens(send.continuationId === undefined ? body : JSON.stringify({ ...request, messages }))
-        const ran = yield* Fiber.join(driving)
-        phase.name = "turn"
-        if (Either.isLeft(ran)) return yield* Effect.fail(new AgentHostError(ran.left.message))
-        yield* io.endTurn
-        const reply = readDriverResult(ran.right.result ?? { status: "passed", truncated: false, metadata: [] })
-        if (Either.isLeft(reply)) return yield* Effect.fail(new AgentHostError(reply.left))
-        if (reply.right._tag === "DriverFailed") return { exit: "failed", text: explain(`error: ${reply.right.text}`), turns: turn + 1 } satisfies AgentOutcome
-        const { continuationId, raw, response } = reply.right
-        continuation = nextContinuation(continuationId, input.contextId, messages.length)
-        const calls = toolCalls(response)
-        if (Either.isLeft(calls)) return yield* Effect.fail(new AgentHostError(calls.left))
-        const outputTokens = countTokens(raw)
-        counts.inputTokens += inputTokens
-        counts.outputTokens += outputTokens
-        const usage = response.usage
-        const hashes = yield* traced(wire(transcript, send.messages.length, raw))
-        const inferenceNode = yield* ahead(Effect.flatMap(taskNode, (parent) => traced(trace.record("inference", parent, {
-          turn,
-          task_id: input.taskId,
-          input_tokens: inputTokens,
-          output_tokens: outputTokens,
-          decision: response.stop_reason === "tool_call" ? "tool_call" : response.stop_reason === "end_turn" ? "end_turn" : "text",
-          stop_reason: response.stop_reason,
-          tool_name: calls.right[0]?.name ?? null,
-          ...(usage?.input_tokens === undefined ? {} : { input_tokens_actual: usage.input_tokens }),
-          ...(usage?.output_tokens === undefined ? {} : { output_tokens_actual: usage.output_tokens }),
-          ...(usage?.cached_tokens === undefined ? {} : { cached_tokens: usage.cached_tokens }),
-          ...(usage?.cache_write_tokens === undefined ? {} : { cache_write_tokens: usage.cache_write_tokens }),
-          ...hashes
-        }))))
-        switch (response.stop_reason) {
-          case "end_turn":
-          case "max_tokens":
-            yield* remember([assistantMessage(response.content)])
-            return { exit: "ok", text: finalText(response), turns: turn + 1 } satisfies AgentOutcome
-          case "error":
-            return { exit: "failed", text: explain(`error: ${response.error ?? ""}`), turns: turn + 1 } satisfies AgentOutcome
-          case "tool_call":
-            break
-          default:
-            return { exit: "failed", text: `error: unsupported stop_reason '${response.stop_reason}'`, turns: turn + 1 } satisfies AgentOutcome
-        }
-        if (calls.right.length === 0) {
-          return { exit: "failed", text: "error: response stop_reason=tool_call but no tool_call blocks were present", turns: turn + 1 } satisfies AgentOutcome
-        }
-        const turnMessages = [assistantMessage(response.content)]
-        append(transcript, turnMessages[0]!)
-        for (const call of calls.right) {
-          const { result, text } = yield* dispatch(call, turn, inferenceNode).pipe(
-            Effect.tap(({ result }) => Effect.annotateCurrentSpan("outcome", result.status)),
-            Effect.withSpan("AgentLoop.tool", { attributes: { taskId: input.taskId, turn: turn + 1, tool: call.name } })
-          )
-          yield* io.artifact(call.name, resultText(result))
-          const tool = toolMessage(call.id, result.status !== "passed", text)
-          turnMessages.push(tool)
-          append(transcript, tool)
-        }
-        yield* remember(turnMessages)
-        return undefined
-      })
-      for (let turn = 0; turn < prepared.maxTurns; turn++) {
-        const done = yield* oneTurn(turn).pipe(Effect.withSpan("AgentLoop.turn", { attributes: { taskId: input.taskId, turn: turn + 1 } }))
-        if (done !== undefined) return done
-      }
-      return { exit: "max_turns_reached", text: `error: inference loop exceeded ${prepared.maxTurns} turns`, turns: prepared.maxTurns } satisfies AgentOutcome
-    })
-
-    const outcome = yield* loop.pipe(
-      Effect.catchIf((error): error is AgentHostError => error instanceof AgentHostError, (error) =>
-        Effect.gen(function*() {
-          const reason = explain(error.message)
-          yield* writeFailedResult(prepared.workdir, `error: ${reason}`)
-          yield* endTask("failed")
-          return yield* new CapsuleFailure({ message: `driver invocation failed: ${reason}` })
-        })),
-      Effect.tapError((error) => error.message === "input-timeout" ? writeFailedResult(prepared.workdir, "error: input-timeout").pipe(Effect.zipRight(Effect.ignore(endTask("failed")))) : Effect.void),
-      Effect.onInterrupt(() =>
-        Effect.gen(function*() {
-          yield* writeFailedResult(prepared.workdir, "error: task canceled")
-          // What keeps running after this cancel (spec §7.3), named as the residue names it.
-          const work = Option.isSome(detachedWork) ? yield* detachedWork.value.list() : []
-          const children = Option.isSome(delegations) ? yield* delegations.value.list() : []
-          yield* Effect.exit(settled)
-          yield* trace.record("task_canceled", yield* taskNode, {
-            task_id: input.taskId,
-            turn: phase.turn,
-            phase: phase.name,
-            detached_work_ids: work.map((item) => item.work_id),
-            delegation_ids: children.map((item) => item.delegation_id)
-          })
-          yield* endTask("canceled")
-        }).pipe(Effect.ignore)
+/** The turn's tool calls, in order, each result an artifact of the task and a message for the model. */
+const runCalls = (task: TaskRun, dialogue: Dialogue, content: Parameters<typeof assistantMessage>[0], calls: ReadonlyArray<ToolCall>, turn: number, inferenceNode: Effect.Effect<string, CapsuleFailure>) =>
+  Effect.gen(function*() {
+    const turnMessages = [assistantMessage(content)]
+    append(dialogue.transcript, turnMessages[0]!)
+    for (const call of calls) {
+      const { result, text } = yield* dispatch(task, call, turn, inferenceNode).pipe(
+        Effect.tap(({ result }) => Effect.annotateCurrentSpan("outcome", result.status)),
+        Effect.withSpan("AgentLoop.tool", { attributes: { taskId: task.input.taskId, turn: turn + 1, tool: call.name } })
       )
-    )
-    const finished = yield* Effect.either(Effect.all([Fiber.join(taskFile), writeResult(prepared.workdir, outcome.text), log.refused]))
-    if (Either.isLeft(finished)) {
-      yield* writeFailedResult(prepared.workdir, `error: ${finished.left.message}`)
-      yield* endTask("failed")
-      return yield* new CapsuleFailure({ message: finished.left.message })
+      yield* task.io.artifact(call.name, resultText(result))
+      const tool = toolMessage(call.id, result.status !== "passed", text)
+      turnMessages.push(tool)
+      append(dialogue.transcript, tool)
     }
-    yield* endTask(outcome.exit)
+    yield* remember(task, turnMessages)
+  })
+
+/** One turn: the driver's answer, then its tool calls. `undefined` goes on to the next turn. */
+const runTurn = Effect.fn("AgentLoop.turn")(function*(task: TaskRun, dialogue: Dialogue, turn: number) {
+  const { input, counts } = task
+  yield* Effect.annotateCurrentSpan({ taskId: input.taskId, turn: turn + 1 })
+  task.state.turn = turn
+  counts.turns = turn + 1
+  yield* task.io.status(`inference turn ${turn + 1}`)
+  const { ran, sent, inputTokens } = yield* drive(task, dialogue, turn)
+  yield* task.io.endTurn
+  const reply = readDriverResult(ran.result ?? { status: "passed", truncated: false, metadata: [] })
+  if (Either.isLeft(reply)) return yield* new AgentHostError({ message: reply.left })
+  if (reply.right._tag === "DriverFailed") return { exit: "failed", text: task.explain(`error: ${reply.right.text}`), turns: turn + 1 } satisfies AgentOutcome
+  const { continuationId, raw, response } = reply.right
+  dialogue.continuation = nextContinuation(continuationId, input.contextId, dialogue.transcript.messages.length)
+  const calls = toolCalls(response)
+  if (Either.isLeft(calls)) return yield* new AgentHostError({ message: calls.left })
+  const outputTokens = task.countTokens(raw)
+  counts.inputTokens += inputTokens
+  counts.outputTokens += outputTokens
+  const usage = response.usage
+  const hashes = yield* traced(dialogue.wire(dialogue.transcript, sent, raw))
+  const inferenceNode = yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("inference", parent, {
+    turn,
+    task_id: input.taskId,
+    input_tokens: inputTokens,
+    output_tokens: outputTokens,
+    decision: response.stop_reason === "tool_call" ? "tool_call" : response.stop_reason === "end_turn" ? "end_turn" : "text",
+    stop_reason: response.stop_reason,
+    tool_name: calls.right[0]?.name ?? null,
+    ...(usage?.input_tokens === undefined ? {} : { input_tokens_actual: usage.input_tokens }),
+    ...(usage?.output_tokens === undefined ? {} : { output_tokens_actual: usage.output_tokens }),
+    ...(usage?.cached_tokens === undefined ? {} : { cached_tokens: usage.cached_tokens }),
+    ...(usage?.cache_write_tokens === undefined ? {} : { cache_write_tokens: usage.cache_write_tokens }),
+    ...hashes
+  }))))
+  switch (response.stop_reason) {
+    case "end_turn":
+    case "max_tokens":
+      yield* remember(task, [assistantMessage(response.content)])
+      return { exit: "ok", text: finalText(response), turns: turn + 1 } satisfies AgentOutcome
+    case "error":
+      return { exit: "failed", text: task.explain(`error: ${response.error ?? ""}`), turns: turn + 1 } satisfies AgentOutcome
+    case "tool_call":
+      break
+    default:
+      return { exit: "failed", text: `error: unsupported stop_reason '${response.stop_reason}'`, turns: turn + 1 } satisfies AgentOutcome
+  }
+  if (calls.right.length === 0) {
+    return { exit: "failed", text: "error: response stop_reason=tool_call but no tool_call blocks were present", turns: turn + 1 } satisfies AgentOutcome
+  }
+  yield* runCalls(task, dialogue, response.content, calls.right, turn, inferenceNode)
+  return undefined
+})
+
+/** Turns until one ends the task, or `max_turns` does. */
+const turns = (task: TaskRun) =>
+  Effect.gen(function*() {
+    const dialogue = yield* openDialogue(task)
+    const { maxTurns } = task.env.prepared
+    for (let turn = 0; turn < maxTurns; turn++) {
+      const done = yield* runTurn(task, dialogue, turn)
+      if (done !== undefined) return done
+    }
+    return { exit: "max_turns_reached", text: `error: inference loop exceeded ${maxTurns} turns`, turns: maxTurns } satisfies AgentOutcome
+  })
+
+/** A host-side error ends the task `failed`, its reason in `out/result.txt` and the failure. */
+const failedByHost = (task: TaskRun, error: AgentHostError) =>
+  Effect.gen(function*() {
+    const reason = task.explain(error.message)
+    yield* writeFailedResult(task.env.prepared.workdir, `error: ${reason}`)
+    yield* endTask(task, "failed")
+    return yield* new CapsuleFailure({ reason: "HostError", message: `driver invocation failed: ${reason}` })
+  })
+
+/** A cancel: `task_canceled` names where the task was and what keeps running after it (spec §7.3). */
+const canceled = (task: TaskRun) =>
+  Effect.gen(function*() {
+    const { detachedWork, delegations, prepared, trace } = task.env
+    yield* writeFailedResult(prepared.workdir, "error: task canceled")
+    const work = Option.isSome(detachedWork) ? yield* detachedWork.value.list() : []
+    const children = Option.isSome(delegations) ? yield* delegations.value.list() : []
+    yield* Effect.exit(task.lines.settled)
+    yield* trace.record("task_canceled", yield* task.taskNode, {
+      task_id: task.input.taskId,
+      turn: task.state.turn,
+      phase: task.state.phase,
+      detached_work_ids: work.map((item) => item.work_id),
+      delegation_ids: children.map((item) => item.delegation_id)
+    })
+    yield* endTask(task, "canceled")
+  }).pipe(Effect.ignore)
+
+/**
+ * Runs one task; fails only with a host-side error or an input timeout. Interruption (cancel)
+ * stops it at once, and what the cancel leaves is traced on the way out.
+ */
+export const runAgentTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
+  Effect.gen(function*() {
+    const task = yield* beginTask(env, input, io)
+    const { workdir } = env.prepared
+    const outcome = yield* turns(task).pipe(
+      Effect.catchTag("AgentHostError", (error) => failedByHost(task, error)),
+      Effect.tapError((error) =>
+        error.reason === "InputTimeout" ? writeFailedResult(workdir, `error: ${INPUT_TIMEOUT}`).pipe(Effect.zipRight(Effect.ignore(endTask(task, "failed")))) : Effect.void
+      ),
+      Effect.onInterrupt(() => canceled(task))
+    )
+    const finished = yield* Effect.either(Effect.all([Fiber.join(task.taskFile), writeResult(workdir, outcome.text), task.log.refused]))
+    if (Either.isLeft(finished)) {
+      yield* writeFailedResult(workdir, `error: ${finished.left.message}`)
+      yield* endTask(task, "failed")
+      return yield* new CapsuleFailure({ reason: "HostError", message: finished.left.message })
+    }
+    yield* endTask(task, outcome.exit)
     return outcome
   }).pipe(Effect.scoped)

@@ -38,6 +38,7 @@ import { Context, Effect, Layer } from "effect"
 import type { ContextRetain } from "../project/manifest/Retention.js"
 import { DEFAULT_RECORD_MAX_BYTES, DEFAULT_RECORD_MAX_TURNS } from "../project/manifest/SessionBlocks.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
+import type { RecordTrim } from "../records/TraceEvents.js"
 import type { Message } from "./DriverProtocol.js"
 
 const { O_CREAT, O_APPEND, O_NOFOLLOW, O_RDONLY, O_RDWR } = constants
@@ -61,16 +62,6 @@ export interface ConversationsOptions {
   readonly maxBytes?: number | undefined
   /** `context.record_max_turns`; default {@link DEFAULT_RECORD_MAX_TURNS}. */
   readonly maxTurns?: number | undefined
-}
-
-/** What an append dropped from the front of a thread's record to stay within its caps. */
-export interface RecordTrim {
-  readonly context_id: string
-  readonly limit: "max_bytes" | "max_turns"
-  readonly dropped_turns: number
-  readonly dropped_bytes: number
-  readonly kept_turns: number
-  readonly kept_bytes: number
 }
 
 export class Conversations extends Context.Tag("capsule-runtime/agent/Conversations")<Conversations, {

@@ -8,6 +8,7 @@ import { Either, ParseResult, Schema } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
 import type { ArtifactManifest } from "../project/manifest/ArtifactManifest.js"
 import type { Provenance } from "../services/Task.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 
 // ---------------------------------------------------------------------------------------------
 // Messages and request
@@ -36,12 +37,6 @@ export const toolMessage = (toolCallId: string, isError: boolean, text: string):
   is_error: isError,
   content: [{ type: "text", text }]
 })
-
-export interface ToolDefinition {
-  readonly name: string
-  readonly parameters: unknown
-  readonly description?: string
-}
 
 export interface DriverRequest {
   readonly model: string

@@ -16,7 +16,8 @@ import { ProjectError } from "../project/ProjectError.js"
 import type { SessionWorkdirs } from "../records/SessionWorkdirs.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import { isShellInterpreter, SHELL_TOOL_INPUT_SCHEMA, shellToolDescription } from "../shell/ShellGrant.js"
-import { buildToolList, type InventoryItem, itemDescription, MURMUR_MD_NOTICE, type ToolDefinition } from "./DriverProtocol.js"
+import { buildToolList, type InventoryItem, itemDescription, MURMUR_MD_NOTICE } from "./DriverProtocol.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 
 export interface StagedWorkdir {
   /** The model-visible tools (what the driver is sent every turn). */

@@ -5,7 +5,7 @@
  * and anything else is an `error` result the model reads. Writes the call's trace lines and
  * fences the result the model will read. The `inference` line it hangs under may still be being
  * written while the call runs, and its own `tool_call` line while the loop goes on (both in order:
- * ../agent/AgentLoop.ts, `ahead`).
+ * ../records/TraceAhead.ts).
  */
 import { Effect, Either } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
@@ -153,7 +153,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
     else if (spec === undefined) result = errorResult(`tool '${call.name}' is not available in this session`)
     else {
       const ran = yield* Effect.either(env.runTool(call.name, spec, data))
-      if (env.timedOut()) return yield* new CapsuleFailure({ message: "input-timeout" })
+      if (env.timedOut()) return yield* CapsuleFailure.inputTimeout()
       result = Either.isRight(ran)
         ? ran.right.result ?? errorResult("tool returned no result")
         : errorResult(ran.left.message)

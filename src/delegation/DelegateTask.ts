@@ -8,7 +8,7 @@ import { Effect, Either } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
 import { errorResult } from "../shell/ShellGrant.js"
 import type { DelegationLauncher, DelegationRequest } from "./DelegationLauncher.js"
-import type { ToolDefinition } from "../agent/DriverProtocol.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 
 export const DELEGATE_TASK = "delegate-task"
 

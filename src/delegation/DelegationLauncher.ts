@@ -28,7 +28,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Redacted, Schema, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { parse } from "yaml"
 import { executableOnPath, SYSTEM_DIRS } from "../shell/containment/HostProbe.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
@@ -199,6 +199,297 @@ const sweepAnchors = () => {
   }
 }
 
+/** What a child's life needs of the launcher that started it. */
+interface LauncherEnv {
+  readonly options: LauncherOptions
+  readonly tracker: DelegationTracker["Type"]
+  readonly trace: Trace["Type"]
+}
+
+interface Launch {
+  readonly directory: string
+  readonly version: string
+  readonly delegationId: string
+  readonly relativeWorkdir: string
+  /** The path the child is given (through the held descriptor where there is `/proc`). */
+  readonly workdir: string
+  /** The held child workdir, for the launcher's own reads and writes in it. */
+  readonly held: string
+  readonly target: CompletionTarget
+}
+
+/** A child process once started, and what its output has said so far. */
+interface RunningChild {
+  readonly proc: CommandExecutor.Process
+  /** SIGTERM to its group, SIGKILL after the grace. */
+  readonly killGroup: Effect.Effect<void>
+  readonly listening: Deferred.Deferred<ChildLine>
+  /** Its `exit` line, once read. */
+  readonly said: { exitLine: ChildLine | undefined }
+  /** The last lines of its stderr. */
+  readonly stderrTail: Array<string>
+  readonly stdoutDone: Fiber.Fiber<void>
+  readonly exited: Fiber.Fiber<Either.Either<number, { readonly message: string }>>
+  readonly began: number
+}
+
+const endedHow = (exit: Either.Either<number, { readonly message: string }>) =>
+  Either.isRight(exit) ? `exit code ${exit.right}` : exit.left.message.replace(/^.*receipt of signal: /, "killed by ")
+
+const launchFailed = (request: DelegationRequest, message: string) =>
+  new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${message}` })
+
+/** Starts `run <child dir>` with its task on stdin, and reads its stdout and stderr as they come. */
+const launch = (env: LauncherEnv, request: DelegationRequest, launch: Launch) =>
+  Effect.gen(function*() {
+    const { options } = env
+    const traceHeaders = yield* outgoingTraceHeaders
+    const began = Date.now()
+    const [program, ...leading] = options.runtime
+    const command = Command.make(
+      program!,
+      ...leading,
+      "run",
+      launch.directory,
+      "--json",
+      "--workdir",
+      launch.workdir,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0"
+    ).pipe(
+      Command.env({
+        ...childEnvironment(options.hostEnv),
+        [SPAWNER_ENV]: encodeSpawnerHandle({
+          sessionId: options.sessionId,
+          contextId: request.contextId,
+          delegationId: launch.delegationId,
+          completion: { url: launch.target.url, trust: request.trust },
+          depth: options.depth + 1,
+          maxDepth: options.maxDepth,
+          input: "stdin"
+        }),
+        // W3C trace context: the child's task continues this trace (src/cli/AgentRun.ts).
+        ...(traceHeaders.traceparent === undefined ? {} : { TRACEPARENT: traceHeaders.traceparent })
+      }, { extendEnv: false }),
+      Command.feed(encodeDelegationInput({ task: request.task, secret: launch.target.secret!, ...(launch.target.token === undefined ? {} : { token: launch.target.token }) }))
+    )
+    const proc = yield* Command.start(command)
+    const killGroup = proc.kill("SIGTERM").pipe(
+      Effect.timeoutFail({ duration: KILL_GRACE, onTimeout: () => "grace" }),
+      Effect.catchAll(() => proc.kill("SIGKILL")),
+      Effect.ignore
+    )
+    // Runs before the Process's own finalizer (which signals once and waits without bound).
+    yield* Effect.addFinalizer(() => Effect.flatMap(proc.isRunning, (running) => running ? killGroup : Effect.void).pipe(Effect.ignore))
+    const listening = yield* Deferred.make<ChildLine>()
+    const said: RunningChild["said"] = { exitLine: undefined }
+    const stderrTail: Array<string> = []
+    const stdoutDone = yield* proc.stdout.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.runForEach((line) => {
+        const parsed = jsonLine(line)
+        if (parsed?.event === "listening") return Deferred.succeed(listening, parsed)
+        if (parsed?.event === "exit") said.exitLine = parsed
+        return Effect.void
+      }),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+    yield* proc.stderr.pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.runForEach((line) => Effect.sync(() => void (stderrTail.push(line) > 20 && stderrTail.shift()))),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+    const exited = yield* Effect.fork(Effect.either(proc.exitCode))
+    return { proc, killGroup, listening, said, stderrTail, stdoutDone, exited, began } satisfies RunningChild
+  })
+
+/**
+ * Waits for the child's door to listen: then records and traces the delegation and answers
+ * `ready` with it. A child that ends first, or is not listening in time, fails `ready` instead
+ * (and `undefined` comes back).
+ */
+const awaitListening = (env: LauncherEnv, request: DelegationRequest, launch: Launch, child: RunningChild, ready: Deferred.Deferred<StartedDelegation, DelegationError>) =>
+  Effect.gen(function*() {
+    const failLaunch = (message: string) => Effect.as(Deferred.fail(ready, launchFailed(request, message)), undefined)
+    const first = yield* Effect.raceFirst(
+      Deferred.await(child.listening).pipe(Effect.map((line) => Either.right<ChildLine>(line))),
+      Fiber.join(child.exited).pipe(Effect.map((exit) => Either.left(exit)))
+    ).pipe(Effect.timeoutOption(STARTUP_TIMEOUT))
+    if (first._tag === "None") {
+      yield* child.killGroup
+      return yield* failLaunch(`its door was not listening after ${Duration.toSeconds(STARTUP_TIMEOUT)} s`)
+    }
+    if (Either.isLeft(first.value)) {
+      // Let the last stdout line (the child's `exit` event) arrive before reading it.
+      yield* Effect.sleep("50 millis")
+      const error = child.said.exitLine?.error
+      return yield* failLaunch(error?.message === undefined
+        ? `${endedHow(first.value.left)}${child.stderrTail.length > 0 ? `: ${child.stderrTail.slice(-3).join(" / ")}` : ""}`
+        : `error[${error.code ?? "?"}]: ${error.message}`)
+    }
+    const line = first.value.right
+    const childSessionId = line.session_id ?? "ses_unknown"
+    const started: StartedDelegation = {
+      delegationId: launch.delegationId,
+      capsule: request.capsule,
+      version: launch.version,
+      childSessionId,
+      childWorkdir: launch.relativeWorkdir,
+      childUrl: line.url ?? "",
+      pid: child.proc.pid,
+      startupMs: Date.now() - child.began
+    }
+    yield* env.tracker.record({
+      delegation_id: launch.delegationId,
+      capsule: request.capsule,
+      version: launch.version,
+      child_session_id: childSessionId,
+      child_workdir: launch.relativeWorkdir
+    })
+    yield* env.trace.record("delegation_start", undefined, {
+      task_id: request.taskId,
+      delegation_id: launch.delegationId,
+      capsule: request.capsule,
+      version: launch.version,
+      child_session_id: childSessionId,
+      child_workdir: launch.relativeWorkdir,
+      pid: child.proc.pid,
+      deadline_secs: env.options.deadlineSecs,
+      startup_ms: started.startupMs
+    }).pipe(Effect.ignore)
+    yield* Deferred.succeed(ready, started)
+    return started
+  })
+
+/**
+ * Waits for the child to end, or kills it at `delegation_deadline_secs`; then lets its last
+ * stdout line (its `exit` event) be read. `None`: the deadline ended it.
+ */
+const superviseUntilDeadline = (env: LauncherEnv, launch: Launch, child: RunningChild) =>
+  Effect.gen(function*() {
+    const ended = yield* Fiber.join(child.exited).pipe(Effect.timeoutOption(Duration.seconds(env.options.deadlineSecs)))
+    // The delegation stays live until its outcome is delivered: `run` ends when none is live.
+    yield* Effect.addFinalizer(() => env.tracker.remove(launch.delegationId))
+    if (ended._tag === "None") yield* child.killGroup
+    yield* Fiber.join(child.stdoutDone).pipe(Effect.timeoutOption("2 seconds"))
+    return ended
+  })
+
+/**
+ * How the child's life ended, said once: a completion the child delivered itself is only traced
+ * (as is one its parent could not take, which is not retried); otherwise the launcher reports
+ * it `terminated` (the deadline), or by the child's own word, else `crashed`.
+ */
+const reportEnd = (
+  env: LauncherEnv,
+  request: DelegationRequest,
+  launch: Launch,
+  child: RunningChild,
+  started: StartedDelegation,
+  ended: Option.Option<Either.Either<number, { readonly message: string }>>
+) =>
+  Effect.gen(function*() {
+    const { options, trace, tracker } = env
+    const exit = Option.isNone(ended) ? "killed by the launcher" : endedHow(ended.value)
+    // The child's records (its trace, and `completion.json` beside it), under its own capsule
+    // directory, outside every workdir; read and written without following a link.
+    const records: RecordsPlace = { within: launch.directory, directory: sessionRecords(launch.directory, started.childSessionId) }
+    // Paths as the parent's own tools name them.
+    const named = join(options.workdir, launch.relativeWorkdir)
+    const base = () => ({
+      delegation_id: launch.delegationId,
+      capsule_name: request.capsule,
+      capsule_version: launch.version,
+      session_id: started.childSessionId,
+      workdir: named,
+      ...(existsSync(join(launch.held, "out", "result.txt")) ? { result_path: join(named, "out", "result.txt") } : {}),
+      reported_by: "launcher" as const,
+      delivered: false
+    })
+    const traceEnd = (outcome: DelegationOutcome) =>
+      trace.record("delegation", undefined, {
+        delegation_id: outcome.delegation_id,
+        capsule: outcome.capsule_name,
+        version: outcome.capsule_version,
+        child_session_id: outcome.session_id,
+        status: outcome.status,
+        reported_by: outcome.reported_by,
+        duration_ms: outcome.duration_ms,
+        child_exit: exit,
+        delivered: outcome.delivered,
+        ...(outcome.delivery_error === undefined ? {} : { delivery_error: outcome.delivery_error }),
+        ...(outcome.completion_task_id === undefined ? {} : { completion_task_id: outcome.completion_task_id })
+      }).pipe(Effect.ignore)
+    /** The child's own word on how its task ended: its `exit` line. */
+    const childStatus = (): DelegationStatus | undefined => {
+      const status = (child.said.exitLine as (ChildLine & { readonly status?: string }) | undefined)?.status
+      return status === "ok" ? "ok" : status === "failed" ? "error" : undefined
+    }
+    const reported = readCompletionFile(records)
+    const record = reported?.delegation_id === launch.delegationId && reported.reported_by === "child" ? reported : undefined
+    // The door took the child's completion (one per delegation): only trace it.
+    const taken = yield* tracker.completion(launch.delegationId)
+    if (taken?._tag === "Completed") {
+      return yield* traceEnd(record ?? {
+        ...base(),
+        status: childStatus() ?? "ok",
+        duration_ms: Date.now() - child.began,
+        reported_by: "child",
+        delivered: true,
+        ...(taken.taskId === undefined ? {} : { completion_task_id: taken.taskId })
+      })
+    }
+    // The child reported and its parent could not take it (a full queue): recorded, not retried.
+    if (record !== undefined && !record.delivered) return yield* traceEnd(record)
+    const status = Option.isNone(ended) ? "terminated" : childStatus() ?? "crashed"
+    const outcome = yield* deliverOutcome(launch.target, records, {
+      ...base(),
+      status,
+      duration_ms: Date.now() - child.began,
+      detail: Option.isNone(ended)
+        ? `the parent ended it at the ${options.deadlineSecs} s delegation deadline`
+        : status === "crashed"
+        ? `the child ended (${exit}) without reporting an outcome`
+        : `the child ended (${exit}, its task ${status === "ok" ? "completed" : "failed"}) and its own completion did not arrive`
+    })
+    return yield* traceEnd(outcome)
+  })
+
+/** One child's whole life: launch, wait for its door, then for its end or its deadline. */
+const child = (env: LauncherEnv, request: DelegationRequest, launched: Launch, ready: Deferred.Deferred<StartedDelegation, DelegationError>) =>
+  Effect.gen(function*() {
+    const running = yield* launch(env, request, launched).pipe(Effect.tapError((error) => Deferred.fail(ready, launchFailed(request, error.message))))
+    const started = yield* awaitListening(env, request, launched, running, ready)
+    if (started === undefined) return
+    const ended = yield* superviseUntilDeadline(env, launched, running)
+    yield* reportEnd(env, request, launched, running, started, ended)
+  }).pipe(
+    Effect.scoped,
+    // The session is ending: the child goes with it (the Process's own finalizer kills its
+    // group too, but waits without a bound; this one escalates), and the parent's log says so.
+    Effect.onInterrupt(() =>
+      Effect.gen(function*() {
+        yield* env.tracker.remove(launched.delegationId)
+        yield* env.trace.record("delegation", undefined, {
+          delegation_id: launched.delegationId,
+          capsule: request.capsule,
+          version: launched.version,
+          status: "terminated",
+          reported_by: "launcher",
+          child_exit: "killed: the parent session ended",
+          delivered: false
+        }).pipe(Effect.ignore)
+      })
+    ),
+    Effect.catchAll((error) => Deferred.fail(ready, launchFailed(request, error.message)))
+  )
+
 const make = (options: LauncherOptions) =>
   Effect.gen(function*() {
     const tracker = yield* DelegationTracker
@@ -278,7 +569,7 @@ const make = (options: LauncherOptions) =>
         secret
       }
       const ready = yield* Deferred.make<StartedDelegation, DelegationError>()
-      const life = child(request, { directory, version, delegationId, relativeWorkdir, workdir, held: held.root, target }, ready).pipe(
+      const life = child({ options, tracker, trace }, request, { directory, version, delegationId, relativeWorkdir, workdir, held: held.root, target }, ready).pipe(
         Effect.ensuring(Effect.zipRight(unhold, release)),
         Effect.ensuring(tracker.finish(delegationId)),
         Effect.provide(context)
@@ -286,226 +577,6 @@ const make = (options: LauncherOptions) =>
       yield* FiberMap.run(children, delegationId, life)
       return yield* Deferred.await(ready)
     })
-
-    interface Launch {
-      readonly directory: string
-      readonly version: string
-      readonly delegationId: string
-      readonly relativeWorkdir: string
-      /** The path the child is given (through the held descriptor where there is `/proc`). */
-      readonly workdir: string
-      /** The held child workdir, for the launcher's own reads and writes in it. */
-      readonly held: string
-      readonly target: CompletionTarget
-    }
-
-    /** One child's whole life: launch, wait for its door, then for its end or its deadline. */
-    const child = (request: DelegationRequest, launch: Launch, ready: Deferred.Deferred<StartedDelegation, DelegationError>) =>
-      Effect.gen(function*() {
-        const traceHeaders = yield* outgoingTraceHeaders
-        const began = Date.now()
-        const [program, ...leading] = options.runtime
-        const command = Command.make(
-          program!,
-          ...leading,
-          "run",
-          launch.directory,
-          "--json",
-          "--workdir",
-          launch.workdir,
-          "--host",
-          "127.0.0.1",
-          "--port",
-          "0"
-        ).pipe(
-          Command.env({
-            ...childEnvironment(options.hostEnv),
-            [SPAWNER_ENV]: encodeSpawnerHandle({
-              sessionId: options.sessionId,
-              contextId: request.contextId,
-              delegationId: launch.delegationId,
-              completion: { url: launch.target.url, trust: request.trust },
-              depth: options.depth + 1,
-              maxDepth: options.maxDepth,
-              input: "stdin"
-            }),
-            // W3C trace context: the child's task continues this trace (src/cli/AgentRun.ts).
-            ...(traceHeaders.traceparent === undefined ? {} : { TRACEPARENT: traceHeaders.traceparent })
-          }, { extendEnv: false }),
-          Command.feed(encodeDelegationInput({ task: request.task, secret: launch.target.secret!, ...(launch.target.token === undefined ? {} : { token: launch.target.token }) }))
-        )
-        const failLaunch = (message: string) => Deferred.fail(ready, new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${message}` }))
-        const proc = yield* Command.start(command).pipe(Effect.tapError((error) => failLaunch(error.message)))
-        const killGroup = proc.kill("SIGTERM").pipe(
-          Effect.timeoutFail({ duration: KILL_GRACE, onTimeout: () => "grace" }),
-          Effect.catchAll(() => proc.kill("SIGKILL")),
-          Effect.ignore
-        )
-        // Runs before the Process's own finalizer (which signals once and waits without bound).
-        yield* Effect.addFinalizer(() => Effect.flatMap(proc.isRunning, (running) => running ? killGroup : Effect.void).pipe(Effect.ignore))
-        const listening = yield* Deferred.make<ChildLine>()
-        let exitLine: ChildLine | undefined
-        const stderrTail: Array<string> = []
-        const stdoutDone = yield* proc.stdout.pipe(
-          Stream.decodeText(),
-          Stream.splitLines,
-          Stream.runForEach((line) => {
-            const parsed = jsonLine(line)
-            if (parsed?.event === "listening") return Deferred.succeed(listening, parsed)
-            if (parsed?.event === "exit") exitLine = parsed
-            return Effect.void
-          }),
-          Effect.ignore,
-          Effect.forkScoped
-        )
-        yield* proc.stderr.pipe(
-          Stream.decodeText(),
-          Stream.splitLines,
-          Stream.runForEach((line) => Effect.sync(() => void (stderrTail.push(line) > 20 && stderrTail.shift()))),
-          Effect.ignore,
-          Effect.forkScoped
-        )
-        const exited = yield* Effect.fork(Effect.either(proc.exitCode))
-        const endedHow = (exit: Either.Either<number, { readonly message: string }>) =>
-          Either.isRight(exit) ? `exit code ${exit.right}` : exit.left.message.replace(/^.*receipt of signal: /, "killed by ")
-        const first = yield* Effect.raceFirst(
-          Deferred.await(listening).pipe(Effect.map((line) => Either.right<ChildLine>(line))),
-          Fiber.join(exited).pipe(Effect.map((exit) => Either.left(exit)))
-        ).pipe(Effect.timeoutOption(STARTUP_TIMEOUT))
-        if (first._tag === "None") {
-          yield* killGroup
-          return yield* failLaunch(`its door was not listening after ${Duration.toSeconds(STARTUP_TIMEOUT)} s`)
-        }
-        if (Either.isLeft(first.value)) {
-          // Let the last stdout line (the child's `exit` event) arrive before reading it.
-          yield* Effect.sleep("50 millis")
-          const error = (exitLine as ChildLine | undefined)?.error
-          return yield* failLaunch(error?.message === undefined
-            ? `${endedHow(first.value.left)}${stderrTail.length > 0 ? `: ${stderrTail.slice(-3).join(" / ")}` : ""}`
-            : `error[${error.code ?? "?"}]: ${error.message}`)
-        }
-        const line = first.value.right
-        const childSessionId = line.session_id ?? "ses_unknown"
-        const started: StartedDelegation = {
-          delegationId: launch.delegationId,
-          capsule: request.capsule,
-          version: launch.version,
-          childSessionId,
-          childWorkdir: launch.relativeWorkdir,
-          childUrl: line.url ?? "",
-          pid: proc.pid,
-          startupMs: Date.now() - began
-        }
-        yield* tracker.record({
-          delegation_id: launch.delegationId,
-          capsule: request.capsule,
-          version: launch.version,
-          child_session_id: childSessionId,
-          child_workdir: launch.relativeWorkdir
-        })
-        yield* trace.record("delegation_start", undefined, {
-          task_id: request.taskId,
-          delegation_id: launch.delegationId,
-          capsule: request.capsule,
-          version: launch.version,
-          child_session_id: childSessionId,
-          child_workdir: launch.relativeWorkdir,
-          pid: proc.pid,
-          deadline_secs: options.deadlineSecs,
-          startup_ms: started.startupMs
-        }).pipe(Effect.ignore)
-        yield* Deferred.succeed(ready, started)
-
-        // The child's records (its trace, and `completion.json` beside it), under its own capsule
-        // directory, outside every workdir; read and written without following a link.
-        const records: RecordsPlace = { within: launch.directory, directory: sessionRecords(launch.directory, childSessionId) }
-        // Paths as the parent's own tools name them.
-        const named = join(options.workdir, launch.relativeWorkdir)
-        const base = () => ({
-          delegation_id: launch.delegationId,
-          capsule_name: request.capsule,
-          capsule_version: launch.version,
-          session_id: childSessionId,
-          workdir: named,
-          ...(existsSync(join(launch.held, "out", "result.txt")) ? { result_path: join(named, "out", "result.txt") } : {}),
-          reported_by: "launcher" as const,
-          delivered: false
-        })
-        const traceEnd = (outcome: DelegationOutcome, exit: string) =>
-          trace.record("delegation", undefined, {
-            delegation_id: outcome.delegation_id,
-            capsule: outcome.capsule_name,
-            version: outcome.capsule_version,
-            child_session_id: outcome.session_id,
-            status: outcome.status,
-            reported_by: outcome.reported_by,
-            duration_ms: outcome.duration_ms,
-            child_exit: exit,
-            delivered: outcome.delivered,
-            ...(outcome.delivery_error === undefined ? {} : { delivery_error: outcome.delivery_error }),
-            ...(outcome.completion_task_id === undefined ? {} : { completion_task_id: outcome.completion_task_id })
-          }).pipe(Effect.ignore)
-        /** The child's own word on how its task ended: its `exit` line. */
-        const childStatus = (): DelegationStatus | undefined => {
-          const status = (exitLine as (ChildLine & { readonly status?: string }) | undefined)?.status
-          return status === "ok" ? "ok" : status === "failed" ? "error" : undefined
-        }
-
-        const ended = yield* Fiber.join(exited).pipe(Effect.timeoutOption(Duration.seconds(options.deadlineSecs)))
-        // The delegation stays live until its outcome is delivered: `run` ends when none is live.
-        yield* Effect.addFinalizer(() => tracker.remove(launch.delegationId))
-        const exit = ended._tag === "None" ? "killed by the launcher" : endedHow(ended.value)
-        if (ended._tag === "None") yield* killGroup
-        // The child's last stdout line (its `exit` event) is read before its word is taken.
-        yield* Fiber.join(stdoutDone).pipe(Effect.timeoutOption("2 seconds"))
-        const reported = readCompletionFile(records)
-        const record = reported?.delegation_id === launch.delegationId && reported.reported_by === "child" ? reported : undefined
-        // The door took the child's completion (one per delegation): only trace it.
-        const taken = yield* tracker.completion(launch.delegationId)
-        if (taken?._tag === "Completed") {
-          return yield* traceEnd(record ?? {
-            ...base(),
-            status: childStatus() ?? "ok",
-            duration_ms: Date.now() - began,
-            reported_by: "child",
-            delivered: true,
-            ...(taken.taskId === undefined ? {} : { completion_task_id: taken.taskId })
-          }, exit)
-        }
-        // The child reported and its parent could not take it (a full queue): recorded, not retried.
-        if (record !== undefined && !record.delivered) return yield* traceEnd(record, exit)
-        const status = ended._tag === "None" ? "terminated" : childStatus() ?? "crashed"
-        const outcome = yield* deliverOutcome(launch.target, records, {
-          ...base(),
-          status,
-          duration_ms: Date.now() - began,
-          detail: ended._tag === "None"
-            ? `the parent ended it at the ${options.deadlineSecs} s delegation deadline`
-            : status === "crashed"
-            ? `the child ended (${exit}) without reporting an outcome`
-            : `the child ended (${exit}, its task ${status === "ok" ? "completed" : "failed"}) and its own completion did not arrive`
-        })
-        return yield* traceEnd(outcome, exit)
-      }).pipe(
-        Effect.scoped,
-        // The session is ending: the child goes with it (the Process's own finalizer kills its
-        // group too, but waits without a bound; this one escalates), and the parent's log says so.
-        Effect.onInterrupt(() =>
-          Effect.gen(function*() {
-            yield* tracker.remove(launch.delegationId)
-            yield* trace.record("delegation", undefined, {
-              delegation_id: launch.delegationId,
-              capsule: request.capsule,
-              version: launch.version,
-              status: "terminated",
-              reported_by: "launcher",
-              child_exit: "killed: the parent session ended",
-              delivered: false
-            }).pipe(Effect.ignore)
-          })
-        ),
-        Effect.catchAll((error) => Deferred.fail(ready, new DelegationError({ reason: "Launch", message: `capsule '${request.capsule}' did not start: ${error.message}` })))
-      )
 
     return DelegationLauncher.of({ allowed: options.allow, start })
   }).pipe(Effect.annotateLogs({ service: "DelegationLauncher" }))

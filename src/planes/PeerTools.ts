@@ -14,7 +14,7 @@ import { checkPeerUrl, type NetworkRule } from "../sandbox/grants/NetworkPolicy.
 import { errorResult } from "../shell/ShellGrant.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import type { ResourcePlanes } from "../services/ResourcePlanes.js"
-import type { ToolDefinition } from "../agent/DriverProtocol.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 import * as PeerHandle from "./PeerHandle.js"
 
 export const SHARE_FILE = "share-file"

@@ -5,9 +5,8 @@
  * Declaration order is the reference's column order: pass fields in this order, since `Trace`
  * writes them in the caller's order. Field names are the wire names (snake_case).
  */
-import type { EgressFields } from "../shell/egress/EgressProxy.js"
 import type { Lane, Origin, Trust } from "../services/Task.js"
-import type { RecordTrim } from "../agent/Conversations.js"
+import type { CapsuleManifest } from "../project/Manifest.js"
 
 export type Containment = "advisory" | "scoped" | "sealed"
 
@@ -51,6 +50,51 @@ export interface SessionStartFields {
   readonly effective_grants?: Readonly<Record<string, unknown>>
   /** The prompt body: never on the line; under `content` stored as `blobs/<system_prompt_sha256>`. */
   readonly system_prompt?: string | null
+}
+
+/** What a launch says of itself in `session_start`, whatever its kind. */
+export interface SessionStartOf {
+  readonly manifest: Pick<CapsuleManifest, "name" | "version" | "capabilities">
+  /** The tools the capsule declares, as its card names them. */
+  readonly tools: ReadonlyArray<string>
+  /** How many commands `capabilities.shell` allows. */
+  readonly shellCommands: number
+  readonly containment: { readonly declared: Containment; readonly achieved: Containment }
+  /** An agent's inference settings; a script capsule has none. */
+  readonly inference?: { readonly model: string; readonly maxTurns: number; readonly maxSessionTokens: number | null } | undefined
+  /** A delegated child's spawner and delegation. */
+  readonly lineage?: { readonly spawnedBy: string; readonly delegationId: string } | undefined
+  readonly systemPromptSource?: SessionStartFields["system_prompt_source"] | undefined
+  readonly credentialSource?: SessionStartFields["credential_source"] | undefined
+}
+
+/**
+ * A launch's `session_start` fields, in the reference's order, for the agent and the script kind
+ * alike. One launch is one fresh session: nothing resumed, no pinned context; a machine-wide token
+ * budget and user-namespace containment are not features of this runtime.
+ */
+export const sessionStartOf = (of: SessionStartOf): SessionStartFields => {
+  const caps = of.manifest.capabilities
+  return {
+    capsule_name: of.manifest.name,
+    capsule_version: of.manifest.version,
+    model: of.inference?.model ?? "",
+    max_turns: of.inference?.maxTurns ?? 0,
+    max_session_tokens: of.inference?.maxSessionTokens ?? null,
+    machine_tokens_per_day: null,
+    capabilities: declaredCapabilities(caps, of.shellCommands),
+    tools_declared: of.tools,
+    containment_declared: of.containment.declared,
+    containment_achieved: of.containment.achieved,
+    userns_grant: null,
+    workdir_exec: caps.filesystem?.workdirExec ?? false,
+    resumed_from: null,
+    context_id: null,
+    ...(of.lineage === undefined ? {} : { spawned_by: of.lineage.spawnedBy, delegation_id: of.lineage.delegationId }),
+    system_prompt_source: of.systemPromptSource ?? "none",
+    credential_source: of.credentialSource ?? "none",
+    system_prompt_sha256: null
+  }
 }
 
 export type TaskSource = "a2a" | "task_md" | "detached_shell" | "detached_lost"
@@ -245,6 +289,37 @@ export interface A2aSendFields {
   readonly trust: Trust
 }
 
+/** What an append to a threaded conversation (../agent/Conversations.ts) dropped from the front of a thread's record to stay within its caps. */
+export interface RecordTrim {
+  readonly context_id: string
+  readonly limit: "max_bytes" | "max_turns"
+  readonly dropped_turns: number
+  readonly dropped_bytes: number
+  readonly kept_turns: number
+  readonly kept_bytes: number
+}
+
+/** The `egress` trace line: one per proxied connection, written when it closes (../shell/egress/EgressProxy.ts). */
+export interface EgressFields {
+  readonly task_id: string | null
+  /** The shell binary whose command opened the connection. */
+  readonly binary: string
+  /** `CONNECT`, the forwarded method, or `null` when no request line was read. */
+  readonly method: string | null
+  readonly host: string | null
+  readonly port: number | null
+  readonly decision: "allowed" | "denied"
+  /** Why it was denied, or why an allowed connection failed. */
+  readonly reason?: string
+  /** The address connected to. */
+  readonly address?: string
+  /** Bytes from the command to the upstream (a forwarded request's rewritten head included). */
+  readonly bytes_up: number
+  /** Bytes from the upstream to the command. */
+  readonly bytes_down: number
+  readonly duration_ms: number
+}
+
 /** A threaded capsule's record passed `context.record_max_bytes` or `record_max_turns`: its oldest turns were dropped. */
 export interface ConversationTrimmedFields extends RecordTrim {
   readonly task_id: string
@@ -266,7 +341,7 @@ export interface TraceEventFields {
   readonly task_canceled: TaskCanceledFields
   readonly a2a_task_received: A2aTaskReceivedFields
   readonly a2a_send: A2aSendFields
-  /** A sealed shell command's proxied connection (../sandbox/egress/EgressProxy.ts). */
+  /** A sealed shell command's proxied connection (../shell/egress/EgressProxy.ts). */
   readonly egress: EgressFields
   readonly conversation_trimmed: ConversationTrimmedFields
 }

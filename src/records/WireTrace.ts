@@ -15,18 +15,22 @@
 import { Effect } from "effect"
 import { mintId } from "../services/Ids.js"
 import type { Trace, TraceWriteFailed } from "./Trace.js"
-import type { Message, ToolDefinition } from "../agent/DriverProtocol.js"
+import type { ToolDefinition } from "../project/ToolDefinition.js"
 
-/** The task's messages in send order, with each one's id and (once hashed) its payload hash. */
-export interface Transcript {
+/**
+ * The task's messages in send order, with each one's id and (once hashed) its payload hash. A
+ * message is whatever the driver protocol sends (../agent/DriverProtocol.ts): here it is only
+ * serialized and hashed.
+ */
+export interface Transcript<Message = unknown> {
   readonly messages: Array<Message>
   readonly ids: Array<string>
   readonly shas: Array<string | undefined>
 }
 
-export const newTranscript = (): Transcript => ({ messages: [], ids: [], shas: [] })
+export const newTranscript = <Message>(): Transcript<Message> => ({ messages: [], ids: [], shas: [] })
 
-export const append = (transcript: Transcript, message: Message): void => {
+export const append = <Message>(transcript: Transcript<Message>, message: Message): void => {
   transcript.messages.push(message)
   transcript.ids.push(mintId("msg"))
   transcript.shas.push(undefined)
@@ -47,7 +51,7 @@ export interface WireFields {
  */
 export const wireTracer = (trace: Trace["Type"], system: string, tools: ReadonlyArray<ToolDefinition>) => {
   let fixed: { readonly system: string | undefined; readonly tools: string | undefined } | undefined
-  return (transcript: Transcript, sent: number, raw: string): Effect.Effect<WireFields, TraceWriteFailed> =>
+  return <Message>(transcript: Transcript<Message>, sent: number, raw: string): Effect.Effect<WireFields, TraceWriteFailed> =>
     Effect.gen(function*() {
       const from = transcript.messages.length - sent
       const message_ids = transcript.ids.slice(from)

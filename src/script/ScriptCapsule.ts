@@ -37,7 +37,7 @@ export const ScriptCapsule = {
         const sandbox = yield* Sandbox
         const { workdir } = prepared
         const trace = yield* openScriptTrace(prepared)
-        const refused = (error: WorkdirFs.WorkdirPathRefused) => new CapsuleFailure({ message: error.message })
+        const refused = (error: WorkdirFs.WorkdirPathRefused) => new CapsuleFailure({ reason: "HostError", message: error.message })
         return Capsule.of({
           info: scriptInfo(prepared),
           run: (input, io) =>
@@ -67,18 +67,22 @@ export const ScriptCapsule = {
                   text: io.text,
                   thinking: io.thinking,
                   requestInput: (prompt) =>
-                    io.requestInput(prompt).pipe(Effect.tapError((error) => Effect.sync(() => void (timedOut ||= error.message === "input-timeout"))))
+                    io.requestInput(prompt).pipe(Effect.tapError((error) => Effect.sync(() => void (timedOut ||= error.reason === "InputTimeout"))))
                 }
               }).pipe(
                 Effect.provideService(Sandbox, sandbox),
                 // A timed-out request-input traps the guest; the task fails `input-timeout`, as in the reference.
-                Effect.mapError((error) => new CapsuleFailure({ message: timedOut ? "input-timeout" : error.message }))
+                Effect.mapError((error) =>
+                  timedOut
+                    ? CapsuleFailure.inputTimeout()
+                    : new CapsuleFailure({ reason: error._tag === "SandboxError" ? "Failed" : "HostError", message: error.message })
+                )
               )
               // The reference fails a task whose input request timed out, whatever the capsule did next.
-              if (timedOut) return yield* new CapsuleFailure({ message: "input-timeout" })
+              if (timedOut) return yield* CapsuleFailure.inputTimeout()
               const response = yield* WorkdirFs.attempt(() => WorkdirFs.read(workdir, "out/result.txt") ?? "").pipe(Effect.mapError(refused))
               return { response }
-            })).pipe(Effect.catchTag("TraceWriteFailed", (error) => new CapsuleFailure({ message: error.message })))
+            })).pipe(Effect.catchTag("TraceWriteFailed", (error) => new CapsuleFailure({ reason: "HostError", message: error.message })))
         })
       })
     )

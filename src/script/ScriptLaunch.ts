@@ -5,7 +5,7 @@
  * each run a task in the launch's `trace.jsonl` (./ScriptTrace.ts).
  */
 export type { PreparedScript } from "./PreparedScript.js"
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { Effect } from "effect"
 import type { TraceWriteFailed } from "../records/Trace.js"
 import { mintId } from "../services/Ids.js"
@@ -15,7 +15,7 @@ import { artifactData, artifactLabel, type CapsuleProject } from "../project/Cap
 import { ComponentCache } from "../sandbox/component/ComponentCache.js"
 import { containmentFor } from "../shell/containment/ContainmentDecision.js"
 import type { ArtifactData } from "../sandbox/GuestJob.js"
-import { logCapNote, MAX_GUEST_OUTPUT_BYTES } from "../sandbox/GuestOutput.js"
+import { guestLog } from "../sandbox/GuestLog.js"
 import { capsuleGrant, ceilingRules, type GrantContext, toolGrant } from "../sandbox/grants/Grants.js"
 import { effectiveLimits } from "../project/manifest/Capabilities.js"
 import { sendPeerMessage } from "./PeerMessage.js"
@@ -33,8 +33,6 @@ export interface LaunchOptions {
   readonly workdir?: string | undefined
   readonly hostEnv: Readonly<Record<string, string | undefined>>
 }
-
-
 
 export const prepareScript = (project: CapsuleProject, options: LaunchOptions): Effect.Effect<PreparedScript, ProjectError | SandboxError, ComponentCache> =>
   Effect.gen(function*() {
@@ -80,44 +78,6 @@ export const prepareScript = (project: CapsuleProject, options: LaunchOptions): 
       warnings
     } satisfies PreparedScript
   })
-
-/**
- * Appends what guests write to stdout/stderr to `<workdir>/logs/guest.log` (never the host's
- * fds), opened without following a link (./WorkdirFs.ts). When that open is refused the output
- * is dropped and `refused` fails with the reason, for the run or task to fail with it. At most
- * `MAX_GUEST_OUTPUT_BYTES` (UTF-8) are written per writer, then a note, then nothing (./GuestOutput.ts).
- */
-export const guestLog = (workdir: string) => {
-  // Opened on the first write: most runs write nothing, and an open/close pair is on their path.
-  let stream: WriteStream | undefined
-  let refusal: WorkdirFs.WorkdirPathRefused | undefined
-  let written = 0
-  const open = () => {
-    try {
-      stream ??= createWriteStream("", { fd: WorkdirFs.openAppend(workdir, "logs/guest.log") })
-    } catch (error) {
-      if (!(error instanceof WorkdirFs.WorkdirPathRefused)) throw error
-      refusal = error
-    }
-  }
-  return {
-    write: (text: string) =>
-      Effect.sync(() => {
-        if (written > MAX_GUEST_OUTPUT_BYTES) return
-        const bytes = Buffer.from(text, "utf8")
-        const room = MAX_GUEST_OUTPUT_BYTES - written
-        written += bytes.length
-        if (refusal === undefined) open()
-        if (bytes.length <= room) return void stream?.write(bytes)
-        stream?.write(bytes.subarray(0, room))
-        stream?.write(logCapNote)
-      }),
-    // Flushes in the background: a cancel's answer must not wait for the disk.
-    close: Effect.sync(() => void stream?.end()),
-    /** Fails when the log could not be opened (a link stood at `logs/` or `logs/guest.log`). */
-    refused: Effect.suspend(() => (refusal === undefined ? Effect.void : Effect.fail(refusal)))
-  }
-}
 
 export interface ScriptHost {
   readonly inTask: boolean

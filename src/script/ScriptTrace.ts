@@ -9,7 +9,7 @@
  */
 import { Cause, Effect, Exit, type Scope } from "effect"
 import { makeTrace, TraceWriteFailed } from "../records/Trace.js"
-import { type A2aSendFields, declaredCapabilities, type SessionEndFields, type SessionStartFields, type TaskSource } from "../records/TraceEvents.js"
+import { type A2aSendFields, type SessionEndFields, type SessionStartFields, sessionStartOf, type TaskSource } from "../records/TraceEvents.js"
 import { laneOf, type Origin, type Trust } from "../services/Task.js"
 import { effectiveTraceCapture } from "../project/Manifest.js"
 import type { PreparedScript } from "./PreparedScript.js"
@@ -47,26 +47,12 @@ const exitStatus = (exit: Exit.Exit<unknown, unknown>): ExitStatus =>
 
 export const scriptSessionStart = (prepared: PreparedScript): SessionStartFields => {
   const { manifest } = prepared.project
-  const caps = manifest.capabilities
-  return {
-    capsule_name: manifest.name,
-    capsule_version: manifest.version,
-    model: "",
-    max_turns: 0,
-    max_session_tokens: null,
-    machine_tokens_per_day: null,
-    capabilities: declaredCapabilities(caps, caps.shell?.allow.length ?? 0),
-    tools_declared: prepared.allowlist,
-    containment_declared: prepared.containment.declared,
-    containment_achieved: prepared.containment.achieved,
-    userns_grant: null,
-    workdir_exec: caps.filesystem?.workdirExec ?? false,
-    resumed_from: null,
-    context_id: null,
-    system_prompt_source: "none",
-    credential_source: "none",
-    system_prompt_sha256: null
-  }
+  return sessionStartOf({
+    manifest,
+    tools: prepared.allowlist,
+    shellCommands: manifest.capabilities.shell?.allow.length ?? 0,
+    containment: prepared.containment
+  })
 }
 
 /** Opens the launch's trace and writes `session_start`; `session_end` is written when the scope closes. */

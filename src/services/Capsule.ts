@@ -7,9 +7,28 @@
 import { Context, type Effect, Schema } from "effect"
 import type { Provenance } from "./Task.js"
 
+/**
+ * Why a task failed, for code to branch on (the message is for people):
+ *
+ * - `InputTimeout`: a request-input was not answered within the session's input timeout;
+ * - `HostError`: the host could not carry the task on (a driver invocation, a trace write, a
+ *   refused workdir file);
+ * - `Failed`: the capsule ran and its task failed (an agent's failure arm, a script's guest).
+ *
+ * A cancel is not a failure: it interrupts the run, and the runner reads it from the `Cause`.
+ */
+export const CapsuleFailureReason = Schema.Literal("InputTimeout", "HostError", "Failed")
+export type CapsuleFailureReason = typeof CapsuleFailureReason.Type
+
+/** The status message of a task whose request-input timed out (the reference's words). */
+export const INPUT_TIMEOUT = "input-timeout"
+
 export class CapsuleFailure extends Schema.TaggedError<CapsuleFailure>()("CapsuleFailure", {
+  reason: CapsuleFailureReason,
   message: Schema.String
-}) {}
+}) {
+  static readonly inputTimeout = (): CapsuleFailure => new CapsuleFailure({ reason: "InputTimeout", message: INPUT_TIMEOUT })
+}
 
 export interface CapsuleInfo {
   readonly name: string

@@ -77,7 +77,7 @@ export const makeScriptedCapsule = (config: ScriptedCapsuleConfig) =>
         case "/complete":
           return Effect.succeed(done(rest.length > 0 ? rest : "done"))
         case "/fail":
-          return Effect.fail(new CapsuleFailure({ message: rest.length > 0 ? rest : "scripted failure" }))
+          return Effect.fail(new CapsuleFailure({ reason: "Failed", message: rest.length > 0 ? rest : "scripted failure" }))
         case "/die":
           return Effect.die(new Error("scripted defect"))
         case "/sleep": {
@@ -120,7 +120,7 @@ export const makeScriptedCapsule = (config: ScriptedCapsuleConfig) =>
             child_workdir: `delegations/${args[0] ?? "child"}`
           }).pipe(Effect.map((delegation) => done(`delegated ${delegation.delegation_id}`)))
         default:
-          return Effect.fail(new CapsuleFailure({ message: `unknown command ${command}; see docs/scripted-capsule.md` }))
+          return Effect.fail(new CapsuleFailure({ reason: "Failed", message: `unknown command ${command}; see docs/scripted-capsule.md` }))
       }
     }
 

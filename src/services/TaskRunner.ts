@@ -235,10 +235,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
             const wait = Deferred.await(answer)
             const message = config.inputTimeoutMs === undefined
               ? yield* wait
-              : yield* wait.pipe(Effect.timeoutFail({
-                duration: config.inputTimeoutMs,
-                onTimeout: () => new CapsuleFailure({ message: "input-timeout" })
-              }))
+              : yield* wait.pipe(Effect.timeoutFail({ duration: config.inputTimeoutMs, onTimeout: CapsuleFailure.inputTimeout }))
             // A task that gave its slot back while parked (max_active > 1) runs on only with one.
             yield* registry.awaitSlot(task.id)
             return textOf(message)

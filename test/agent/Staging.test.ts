@@ -87,7 +87,7 @@ const noIO: TaskIO = {
   artifact: () => Effect.void,
   status: () => Effect.void,
   endTurn: Effect.void,
-  requestInput: () => Effect.fail(new CapsuleFailure({ message: "no input here" }))
+  requestInput: () => Effect.fail(new CapsuleFailure({ reason: "HostError", message: "no input here" }))
 }
 
 /** Prepares the capsule and runs one task through `AgentCapsule` in process. */

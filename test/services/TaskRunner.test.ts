@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Layer, Stream, TestClock } from "effect"
 import * as fc from "fast-check"
 import { servicesLayer } from "../../src/layers/Main.js"
-import { Capsule, type CapsuleInfo, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
+import { Capsule, CapsuleFailure, type CapsuleInfo, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 import { EventLog } from "../../src/services/EventLog.js"
 import { ScriptedCapsule, scriptedInfo } from "../../src/services/EchoCapsule.js"
@@ -21,7 +21,7 @@ const submit = (runner: TaskRunner["Type"], text: string) =>
     return a.task
   })
 
-const capsuleLayer = (run: (input: TaskInput, io: TaskIO) => Effect.Effect<{ readonly response: string }, never>) =>
+const capsuleLayer = (run: (input: TaskInput, io: TaskIO) => Effect.Effect<{ readonly response: string }, CapsuleFailure>) =>
   Layer.succeed(Capsule, Capsule.of({ info, run }))
 
 const session = <R>(capsule: Layer.Layer<Capsule, never, R>, maxActive = 4, inputTimeoutMs?: number) =>
@@ -172,6 +172,26 @@ describe("TaskRunner", () => {
       const failed = yield* until(registry.get(t.id), (task) => task.state === "failed")
       assert.strictEqual(failed.statusMessage, "input-timeout")
     }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 }), 4, 5_000))))
+
+  it.effect("the capsule sees an input timeout as a CapsuleFailure whose reason is InputTimeout", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner
+      const registry = yield* TaskRegistry
+      const t = yield* submit(runner, "ask")
+      yield* registry.awaitSettled(t.id)
+      yield* TestClock.adjust("5 seconds")
+      const failed = yield* until(registry.get(t.id), (task) => task.state === "failed")
+      assert.strictEqual(failed.statusMessage, "InputTimeout: input-timeout")
+    }).pipe(Effect.provide(session(
+      capsuleLayer((_, io) =>
+        io.requestInput("anyone?").pipe(
+          Effect.mapError((error) => new CapsuleFailure({ reason: error.reason, message: `${error.reason}: ${error.message}` })),
+          Effect.as({ response: "answered" })
+        )
+      ),
+      4,
+      5_000
+    ))))
 
   it.effect("a capsule failure fails the task; a defect fails it with a generic message", () =>
     Effect.gen(function*() {

@@ -13,6 +13,7 @@ import { chmodSync, unlinkSync } from "node:fs"
 import { connect, createServer, type Socket } from "node:net"
 import { lookup } from "node:dns/promises"
 import type { NetworkRule } from "../../sandbox/grants/NetworkMatch.js"
+import type { EgressFields } from "../../records/TraceEvents.js"
 import { addressRefusal, literalAddress, nameAllowed } from "./EgressPolicy.js"
 import { type EgressTarget, headEnd, parseRequest } from "./EgressRequest.js"
 
@@ -38,27 +39,6 @@ export const DEFAULT_EGRESS_LIMITS: EgressLimits = {
   headMs: 10_000,
   connectMs: 10_000,
   idleMs: 60_000
-}
-
-/** The `egress` trace line: one per proxied connection, written when it closes. */
-export interface EgressFields {
-  readonly task_id: string | null
-  /** The shell binary whose command opened the connection. */
-  readonly binary: string
-  /** `CONNECT`, the forwarded method, or `null` when no request line was read. */
-  readonly method: string | null
-  readonly host: string | null
-  readonly port: number | null
-  readonly decision: "allowed" | "denied"
-  /** Why it was denied, or why an allowed connection failed. */
-  readonly reason?: string
-  /** The address connected to. */
-  readonly address?: string
-  /** Bytes from the command to the upstream (a forwarded request's rewritten head included). */
-  readonly bytes_up: number
-  /** Bytes from the upstream to the command. */
-  readonly bytes_down: number
-  readonly duration_ms: number
 }
 
 /** Resolves a name to addresses (the system resolver by default). */

@@ -12,11 +12,11 @@ import { join } from "node:path"
 import { Context, Effect, Layer, Runtime, Schema } from "effect"
 import { EGRESS_PORT } from "../containment/EgressRelay.js"
 import type { NetworkRule } from "../../sandbox/grants/NetworkMatch.js"
+import type { EgressFields } from "../../records/TraceEvents.js"
 import {
   type CommandEndpoint,
   type CommandLabel,
   DEFAULT_EGRESS_LIMITS,
-  type EgressFields,
   type EgressLimits,
   type EgressSessionState,
   listenEndpoint,

@@ -19,7 +19,7 @@ afterAll(() => cleanups.splice(0).reverse().forEach((cleanup) => cleanup()))
 const CHILD = `
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs"
 import { Effect } from "effect"
-import { makeTrace } from ${JSON.stringify(join(repo, "dist", "agent", "Trace.js"))}
+import { makeTrace } from ${JSON.stringify(join(repo, "dist", "records", "Trace.js"))}
 const disk = process.argv[1]
 const file = disk + "/ses/trace.jsonl"
 const program = Effect.scoped(Effect.gen(function*() {
