@@ -11,7 +11,7 @@ import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { transpile } from "@bytecodealliance/jco"
 import { Context, Effect, Either, Layer } from "effect"
-import { extendedConstSites, lowerExtendedConst } from "../../build/WasmConstExpr.js"
+import { extendedConstSites, lowerExtendedConst } from "../wasm/ExtendedConst.js"
 import { type ComponentWorld, readWorld, unsupported } from "./ComponentWorld.js"
 import { glueScript } from "./GlueScript.js"
 import type { LoadedGuest } from "../GuestJob.js"
@@ -56,7 +56,7 @@ export class ComponentCache extends Context.Tag("capsule-runtime/sandbox/Compone
 
 /**
  * componentize-qjs output initialises globals with extended constant expressions, which Node 20
- * refuses; they are folded here as the build does (../build/WasmConstExpr.ts), so a component
+ * refuses; they are folded here as the build does (../wasm/ExtendedConst.ts), so a component
  * `inspect` calls runnable loads whichever way it was built.
  */
 export const foldExtendedConst = (bytes: Uint8Array): Either.Either<Uint8Array, string> => {
