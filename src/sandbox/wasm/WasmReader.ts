@@ -44,20 +44,25 @@ export class WasmReader {
     this.pos += n
   }
 
-  /** Unsigned LEB128 of at most `bits` bits. */
-  uleb(bits: 32 | 64): bigint {
+  /** The 7-bit groups of a LEB128 of at most `bits` bits, unsigned; the cursor ends after its last byte. */
+  private groups(bits: 32 | 64): bigint {
     const start = this.pos
     const maxBytes = Math.ceil(bits / 7)
     let result = 0n
     for (let i = 0; i < maxBytes; i++) {
       const byte = this.u8()
       result |= BigInt(byte & 0x7f) << BigInt(7 * i)
-      if ((byte & 0x80) === 0) {
-        if (result >> BigInt(bits) !== 0n) this.fail(`integer too large for u${bits}`, start)
-        return result
-      }
+      if ((byte & 0x80) === 0) return result
     }
     return this.fail(`LEB128 longer than ${maxBytes} bytes`, start)
+  }
+
+  /** Unsigned LEB128 of at most `bits` bits. */
+  uleb(bits: 32 | 64): bigint {
+    const start = this.pos
+    const result = this.groups(bits)
+    if (result >> BigInt(bits) !== 0n) this.fail(`integer too large for u${bits}`, start)
+    return result
   }
 
   u32(): number {
@@ -67,17 +72,9 @@ export class WasmReader {
   /** Signed LEB128 of at most `bits` bits (the value of an `i32.const` / `i64.const`). */
   sleb(bits: 32 | 64): bigint {
     const start = this.pos
-    const maxBytes = Math.ceil(bits / 7)
-    let result = 0n
-    for (let i = 0; i < maxBytes; i++) {
-      const byte = this.u8()
-      result |= BigInt(byte & 0x7f) << BigInt(7 * i)
-      if ((byte & 0x80) === 0) {
-        const width = BigInt(7 * (i + 1))
-        return (byte & 0x40) === 0 ? result : result - (1n << width)
-      }
-    }
-    return this.fail(`LEB128 longer than ${maxBytes} bytes`, start)
+    const result = this.groups(bits)
+    const negative = (this.bytes[this.pos - 1]! & 0x40) !== 0
+    return negative ? result - (1n << BigInt(7 * (this.pos - start))) : result
   }
 
   /** Skips a signed LEB128 of at most `bits` bits (immediates we never need to interpret). */
