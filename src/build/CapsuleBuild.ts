@@ -7,7 +7,8 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { parse } from "yaml"
+import { Either } from "effect"
+import { type ManifestOutline, readManifestOutline } from "../project/ManifestOutline.js"
 import { chooseWorld, findEntry, type GuestDir } from "./GuestBuild.js"
 
 export interface BuildTarget {
@@ -27,16 +28,9 @@ export interface BuildPlan {
   readonly problems: ReadonlyArray<BuildProblem>
 }
 
-type Yaml = { readonly [key: string]: unknown }
+type Yaml = ManifestOutline
 
-const readYaml = (file: string): Yaml | undefined => {
-  try {
-    const value = parse(readFileSync(file, "utf8")) as unknown
-    return typeof value === "object" && value !== null ? value as Yaml : undefined
-  } catch {
-    return undefined
-  }
-}
+const readYaml = (file: string): Yaml | undefined => Either.getOrUndefined(readManifestOutline(file))
 
 /** A directory with `world.wit` as one guest, or the problem that keeps it from building. */
 const guestAt = (dir: string, name: string, role: "tool" | "driver" | "capsule"): BuildTarget | BuildProblem => {

@@ -1,12 +1,12 @@
 /**
  * A JS guest built with componentize-qjs (QuickJS, the non-async runtime: the async one needs
- * JSPI, which Node 20 lacks), then folded so it loads on a stock Node 20 (./WasmConstExpr.ts).
+ * JSPI, which Node 20 lacks), then folded so it loads on a stock Node 20 (../sandbox/wasm/ExtendedConst.ts).
  * Small (~1.6 MB) and quick to build (~1 s), but it can only import what componentize-qjs binds.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { extendedConstSites, lowerExtendedConst } from "./WasmConstExpr.js"
+import { extendedConstSites, lowerExtendedConst } from "../sandbox/wasm/ExtendedConst.js"
 
 /** What a builder turns into a component. */
 export interface GuestSource {

@@ -25,11 +25,11 @@
  */
 import { Command, type CommandExecutor } from "@effect/platform"
 import { randomBytes } from "node:crypto"
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { existsSync, lstatSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Option, Redacted, Schema, Stream } from "effect"
-import { parse } from "yaml"
+import { readManifestOutline } from "../project/ManifestOutline.js"
 import { executableOnPath, SYSTEM_DIRS } from "../shell/containment/HostProbe.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import { sessionRecords } from "../records/SessionWorkdirs.js"
@@ -133,7 +133,7 @@ const resolveCapsule = (parentDirectory: string, name: string) =>
         message: `capsule '${name}' resolves to no capsule directory: looked for murmur.yaml in ${candidates.join(" and ")}`
       })
     }
-    const manifest = yield* Effect.try(() => parse(readFileSync(join(directory, "murmur.yaml"), "utf8")) as { name?: unknown; version?: unknown }).pipe(
+    const manifest = yield* readManifestOutline(join(directory, "murmur.yaml")).pipe(
       Effect.mapError(() => new DelegationError({ reason: "NotFound", message: `capsule '${name}': ${directory}/murmur.yaml is not YAML` }))
     )
     const version = typeof manifest?.version === "string" ? manifest.version : "0.0.0"

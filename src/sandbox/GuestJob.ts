@@ -6,6 +6,7 @@
 import type { MessagePort } from "node:worker_threads"
 import type { MemoryState } from "./wasm/MemoryVerdict.js"
 import type { NetworkRule } from "./grants/NetworkMatch.js"
+import type { ArtifactData } from "../project/ArtifactData.js"
 
 /** A transpiled component: its JS glue on disk (imported by file URL) and its compiled core modules. */
 export interface LoadedGuest {
@@ -54,15 +55,7 @@ export interface ToolGuest {
   readonly deadlineMs: number
 }
 
-export interface ArtifactData {
-  readonly name: string
-  readonly version: string
-  readonly runtime: "wasm" | "native"
-  readonly description: string
-  readonly tags: ReadonlyArray<string>
-  readonly inputSchema?: string | undefined
-  readonly outputSchema?: string | undefined
-}
+export type { ArtifactData }
 
 export interface ToolInputData {
   readonly data?: string | undefined

@@ -29,9 +29,9 @@ import { type CommandLine, containedCommand, type ShellContainment } from "./con
 import { type EgressEndpoint, ShellEgress } from "./egress/ShellEgress.js"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
+import { DEFAULT_MAX_OUTPUT_BYTES } from "../project/manifest/Capabilities.js"
 import {
   argvFor,
-  DEFAULT_MAX_OUTPUT_BYTES,
   type DetachedCompletion,
   demotionResult,
   errorResult,

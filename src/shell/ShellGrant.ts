@@ -12,9 +12,6 @@ import { strippingPattern } from "../sandbox/grants/EnvGrant.js"
 /** Per-stream cap on what the model reads (its start and end); the rest goes to a log file (./ShellOutput.ts). */
 export const MAX_SHELL_OUTPUT_BYTES = 16 * 1024
 
-/** `capabilities.shell.max_output_bytes` when the manifest does not say: most output one command may write. */
-export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
-
 export const SHELL_INTERPRETERS: ReadonlyArray<string> = ["bash", "sh", "zsh", "fish", "dash", "ksh"]
 
 /** Host variables every subprocess gets when the host has them set. */

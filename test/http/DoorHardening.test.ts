@@ -4,29 +4,13 @@
  * (open streams, retained tasks, the replay ring). After each abuse the door must still answer.
  */
 import * as fc from "fast-check"
-import { afterEach, describe, expect, it } from "vitest"
-import { type DoorOptions, type OpenDoor, openDoor, post, referenceMessage, rpc, type SseEvent } from "../lib/Door.js"
+import { describe, expect, it } from "vitest"
+import { post, referenceMessage, rpc, type SseEvent } from "../lib/Door.js"
 import { A2A_HEADERS, dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { doorPerTest, stillServes } from "../lib/DoorPerTest.js"
 
-let door: OpenDoor | undefined
-const streams: Array<NodeStream> = []
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.destroy()
-  await door?.close()
-  door = undefined
-})
-
-const open = async (options: DoorOptions = {}) => {
-  door = await openDoor({ ...options, scripted: { echoMs: 20, ...options.scripted } })
-  return door
-}
-
-/** The door still answers a JSON-RPC call. */
-const stillServes = async (url: string) => {
-  const reply = await rpc(url, "tasks/get", { id: "tsk_probe" }, { id: "probe" })
-  expect(reply.status).toBe(200)
-  expect(reply.body).toMatchObject({ id: "probe", error: { code: -32001 } })
-}
+const doors = doorPerTest()
+const { open } = doors
 
 const dialects = [{ name: "reference", headers: {} }, { name: "A2A", headers: A2A_HEADERS }] as const
 
@@ -148,7 +132,7 @@ type Attempt =
 /** A streaming call: its first event if it streams, else its JSON answer. */
 const attempt = async (url: string, method: string, params: unknown = {}, headers: Record<string, string> = {}): Promise<Attempt> => {
   const stream = await nodeStream(url, method, params, { headers })
-  streams.push(stream)
+  doors.onCleanup(() => stream.destroy())
   if (/event-stream/.test(String(stream.headers["content-type"]))) {
     const [first] = await readUntil(stream.events, () => true)
     return { _tag: "Stream", stream, first: first! }
@@ -178,7 +162,7 @@ describe("--max-watchers", () => {
       expect(opened._tag).toBe("Stream")
       if (opened._tag === "Stream") open3.push(opened.stream)
     }
-    const before = await door!.run(door!.registry.stats())
+    const before = await doors.door!.run(doors.door!.registry.stats())
     const refusals = [
       await attempt(url, "stream/watch"),
       await attempt(url, "message/stream", { message: referenceMessage("/complete nope") }),
@@ -193,7 +177,7 @@ describe("--max-watchers", () => {
       expect(refused.body.error.message).toContain("--max-watchers")
     }
     // A refused message/stream started nothing.
-    expect(await door!.run(door!.registry.stats())).toEqual(before)
+    expect(await doors.door!.run(doors.door!.registry.stats())).toEqual(before)
     await stillServes(url)
 
     open3[0]!.destroy()
@@ -212,7 +196,7 @@ describe("--max-watchers", () => {
       expect(run._tag).toBe("Stream")
       if (run._tag === "Stream") await readUntil(run.stream.events)
       // The slot is released on the response's close, a moment after its last byte.
-      await waitFor(async () => (await door!.run(door!.log.subscriberCount())) === 0 ? true : undefined)
+      await waitFor(async () => (await doors.door!.run(doors.door!.log.subscriberCount())) === 0 ? true : undefined)
     }
     const watch = await waitFor(async () => {
       const next = await attempt(url, "stream/watch")
@@ -236,7 +220,7 @@ describe("--retain-bytes", () => {
         return state === "completed" ? true : undefined
       }, 10_000)
     }
-    const stats = await door!.run(door!.registry.stats())
+    const stats = await doors.door!.run(doors.door!.registry.stats())
     expect(stats.retainedBytes).toBeLessThanOrEqual(8 * 1024 * 1024)
     expect(stats.retained).toBeLessThan(20)
     const oldest = await rpc(url, "tasks/get", { id: ids[0] })
@@ -254,11 +238,11 @@ describe("--replay-bytes", () => {
       const reply = await rpc(url, "message/send", { message: referenceMessage(`/complete ${i} ${chunk}`), configuration: { blocking: true } })
       expect(reply.body.result.status.state).toBe("completed")
     }
-    const last = await door!.run(door!.log.lastId())
+    const last = await doors.door!.run(doors.door!.log.lastId())
     expect(last).toBeLessThan(512)
     for (const cursor of [undefined, "1"]) {
       const watch = await nodeStream(url, "stream/watch", {}, cursor === undefined ? {} : { headers: { "last-event-id": cursor } })
-      streams.push(watch)
+      doors.onCleanup(() => watch.destroy())
       const events = await readUntil(watch.events, (event) => event.id === last)
       expect(events[0]!.event).toBe("connection-ack")
       expect(events[1]!.event).toBe("gap")
@@ -276,16 +260,16 @@ describe("lagged before capsule-closed", () => {
   it("a paused watcher that fell behind gets lagged with the count of missed frames, then capsule-closed", async () => {
     const { url } = await open({ eventLog: { subscriberBuffer: 4 } })
     const watch = await nodeStream(url, "stream/watch", {})
-    streams.push(watch)
+    doors.onCleanup(() => watch.destroy())
     expect((await readUntil(watch.events, () => true))[0]!.event).toBe("connection-ack")
     // Stop reading; frames far larger than the socket buffers block the stream, and the
     // subscriber's queue overflows.
     const big = "w".repeat(256 * 1024)
     const emitted = 80
-    await door!.run(door!.log.publish("tsk_lag", "ctx_lag", { _tag: "Thinking", text: "first" }))
-    for (let i = 1; i < emitted; i++) await door!.run(door!.log.publish("tsk_lag", "ctx_lag", { _tag: "Thinking", text: big }))
+    await doors.door!.run(doors.door!.log.publish("tsk_lag", "ctx_lag", { _tag: "Thinking", text: "first" }))
+    for (let i = 1; i < emitted; i++) await doors.door!.run(doors.door!.log.publish("tsk_lag", "ctx_lag", { _tag: "Thinking", text: big }))
     await new Promise((resolve) => setTimeout(resolve, 100))
-    const closing = door!.close()
+    const closing = doors.door!.close()
     const events = await readUntil(watch.events, () => false, 10_000)
     await closing
     const frames = events.filter((event) => event.id !== undefined)

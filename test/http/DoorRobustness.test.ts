@@ -4,27 +4,13 @@
  * still answer.
  */
 import { Agent, request as httpRequest } from "node:http"
-import { afterEach, describe, expect, it } from "vitest"
-import { a2aMessage, type DoorOptions, type OpenDoor, openDoor, post, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
+import { describe, expect, it } from "vitest"
+import { a2aMessage, post, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 import { nodeStream, rawExchange, readUntil } from "../lib/DoorKit.js"
+import { doorPerTest, stillServes } from "../lib/DoorPerTest.js"
 
-let door: OpenDoor | undefined
-afterEach(async () => {
-  await door?.close()
-  door = undefined
-})
-
-const open = async (options: DoorOptions = {}) => {
-  door = await openDoor({ ...options, scripted: { echoMs: 20, ...options.scripted } })
-  return door
-}
-
-/** The door still answers a JSON-RPC call. */
-const stillServes = async (url: string) => {
-  const reply = await rpc(url, "tasks/get", { id: "tsk_probe" }, { id: "probe" })
-  expect(reply.status).toBe(200)
-  expect(reply.body).toMatchObject({ id: "probe", error: { code: -32001 } })
-}
+const doors = doorPerTest()
+const { open } = doors
 
 interface NodeReply {
   readonly status: number
@@ -83,7 +69,7 @@ describe("body limit", () => {
     expect(reply.body.error.message).toContain("1024")
     await stillServes(url)
     // Nothing was started.
-    expect((await door!.run(door!.registry.stats())).retained).toBe(0)
+    expect((await doors.door!.run(doors.door!.registry.stats())).retained).toBe(0)
   })
 
   it("cuts a chunked body as soon as it passes the limit", async () => {
@@ -97,7 +83,7 @@ describe("body limit", () => {
       expect(JSON.parse(reply.text)).toMatchObject({ error: { code: -32600 } })
     }
     await stillServes(url)
-    expect((await door!.run(door!.registry.stats())).retained).toBe(0)
+    expect((await doors.door!.run(doors.door!.registry.stats())).retained).toBe(0)
   })
 
   it("accepts a body of exactly the limit", async () => {
@@ -286,7 +272,7 @@ describe("clients that go away", () => {
       signal: controller.signal
     })
     await sleep(80)
-    const live = await door!.run(door!.registry.live())
+    const live = await doors.door!.run(doors.door!.registry.live())
     expect(live).toHaveLength(1)
     controller.abort()
     await expect(pending).rejects.toThrow()
@@ -302,12 +288,12 @@ describe("clients that go away", () => {
     await readUntil(watch.events, () => true)
     const streamed = await nodeStream(url, "message/stream", { message: referenceMessage("/forever") })
     const head = await readUntil(streamed.events, () => true)
-    expect(await door!.run(door!.log.subscriberCount())).toBe(2)
+    expect(await doors.door!.run(doors.door!.log.subscriberCount())).toBe(2)
     watch.destroy()
     streamed.destroy()
     const deadline = Date.now() + 2_000
-    while (Date.now() < deadline && (await door!.run(door!.log.subscriberCount())) > 0) await sleep(20)
-    expect(await door!.run(door!.log.subscriberCount())).toBe(0)
+    while (Date.now() < deadline && (await doors.door!.run(doors.door!.log.subscriberCount())) > 0) await sleep(20)
+    expect(await doors.door!.run(doors.door!.log.subscriberCount())).toBe(0)
     // The task itself is not canceled by its stream going away.
     const taskId = JSON.parse(head[0]!.data!).id
     expect((await rpc(url, "tasks/get", { id: taskId })).body.result.status.state).toBe("working")

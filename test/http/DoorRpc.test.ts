@@ -2,12 +2,9 @@
  * The door's JSON-RPC surface over real HTTP: envelope validation, the agent card, every method
  * in both dialects, their errors, and the headers of spec §3.
  */
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import {
   a2aMessage,
-  type OpenDoor,
-  openDoor,
-  type DoorOptions,
   post,
   referenceMessage,
   rpc,
@@ -15,19 +12,12 @@ import {
   waitForState
 } from "../lib/Door.js"
 import { A2A_HEADERS, dataOf, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { doorPerTest } from "../lib/DoorPerTest.js"
 
 const A2A = A2A_HEADERS
 
-let door: OpenDoor | undefined
-afterEach(async () => {
-  await door?.close()
-  door = undefined
-})
-
-const open = async (options: DoorOptions = {}) => {
-  door = await openDoor({ ...options, scripted: { echoMs: 20, ...options.scripted } })
-  return door
-}
+const doors = doorPerTest()
+const { open } = doors
 
 /** Posts a reference `message/send` and returns its result. */
 const sendRef = async (url: string, text: string, headers: Record<string, string> = {}) => {
@@ -490,7 +480,7 @@ describe("tasks/cancel", () => {
     expect(items[1].child_session_id).toMatch(/^ses_/)
 
     // Finalizers ran before the answer: the state is recorded and no fiber is left.
-    expect(await door!.run(door!.runner.running())).toBe(0)
+    expect(await doors.door!.run(doors.door!.runner.running())).toBe(0)
     expect((await rpc(url, "tasks/get", { id: forever.id })).body.result.status.state).toBe("canceled")
   })
 
@@ -504,7 +494,7 @@ describe("tasks/cancel", () => {
     expect(result.status.state).toBe("canceled")
     expect(result.status.message.parts[0].text).toBe("task canceled")
     expect(result.artifacts ?? []).toEqual([])
-    expect(await door!.run(door!.runner.running())).toBe(0)
+    expect(await doors.door!.run(doors.door!.runner.running())).toBe(0)
   })
 
   it("sends a final canceled frame to the task's stream, which then closes", async () => {
@@ -519,7 +509,7 @@ describe("tasks/cancel", () => {
     const statuses = rest.filter((event) => event.event === "status").map((event) => JSON.parse(event.data!))
     expect(statuses.at(-1)).toMatchObject({ id: taskId, status: { state: "canceled", message: "task canceled" }, final: true })
     expect(rest.at(-1)!.event).toBe("status")
-    expect(await door!.run(door!.runner.running())).toBe(0)
+    expect(await doors.door!.run(doors.door!.runner.running())).toBe(0)
   })
 
   it("a task canceled while queued never starts", async () => {
@@ -585,7 +575,7 @@ describe("tasks/cancel", () => {
     expect(task.status.state).toBe("input-required")
     const reply = await rpc(url, "tasks/cancel", { id: task.id })
     expect(reply.body.result.status.state).toBe("canceled")
-    expect(await door!.run(door!.runner.running())).toBe(0)
+    expect(await doors.door!.run(doors.door!.runner.running())).toBe(0)
   })
 })
 
@@ -607,7 +597,7 @@ describe("session/stop", () => {
     expect(result.residue).toHaveLength(1)
     expect(result.residue[0]).toMatchObject({ kind: "detached_shell", binary: "tail", command: "-f log" })
     for (const task of [a, b, c]) expect((await rpc(url, "tasks/get", { id: task.id })).body.result.status.state).toBe("canceled")
-    expect(await door!.run(door!.runner.running())).toBe(0)
+    expect(await doors.door!.run(doors.door!.runner.running())).toBe(0)
 
     const again = await rpc(url, "session/stop", {})
     expect(again.body.result).toEqual({ canceled: [], residue: result.residue, session_id: sessionId })
@@ -638,7 +628,7 @@ describe("headers", () => {
     expect(await provenanceOf(url, { "x-murmur-task-origin": "peer" })).toEqual({ origin: "peer", trust: "untrusted" })
     expect(await provenanceOf(url, { "x-murmur-task-origin": "peer", "x-murmur-task-trust": "trusted" })).toEqual({ origin: "peer", trust: "trusted" })
     expect(await provenanceOf(url, { "x-murmur-task-origin": "user", "x-murmur-task-trust": "trusted" })).toEqual({ origin: "event", trust: "untrusted" })
-    await door!.run(door!.delegations.expect("dlg_claims", "claims-secret-0123456789"))
+    await doors.door!.run(doors.door!.delegations.expect("dlg_claims", "claims-secret-0123456789"))
     expect(await provenanceOf(url, {
       "x-murmur-task-origin": "completion",
       "x-murmur-task-trust": "trusted",
@@ -688,7 +678,7 @@ describe("headers", () => {
   it("accepts a correctly addressed completion and keeps its delegation id and traceparent verbatim", async () => {
     const { url, sessionId } = await open()
     const traceparent = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"
-    await door!.run(door!.delegations.expect("dlg_MixedCase", "mixed-case-secret-0123"))
+    await doors.door!.run(doors.door!.delegations.expect("dlg_MixedCase", "mixed-case-secret-0123"))
     const reply = await rpc(url, "message/send", { message: referenceMessage("/complete child result") }, {
       headers: {
         "x-murmur-task-origin": "completion",
@@ -700,7 +690,7 @@ describe("headers", () => {
     })
     const result = reply.body.result
     expect(result.status.state).toBe("submitted")
-    const task = await door!.run(door!.registry.get(result.id))
+    const task = await doors.door!.run(doors.door!.registry.get(result.id))
     expect(task.provenance).toEqual({ origin: "completion", trust: "untrusted", delegationId: "dlg_MixedCase", traceparent })
     expect(task.lane).toBe("bg")
   })
@@ -709,7 +699,7 @@ describe("headers", () => {
     const { url } = await open()
     const traceparent = "00-AbCdEf0123456789aBcDeF0123456789-0123456789AbCdEf-01"
     const result = await sendRef(url, "/complete", { traceparent, "x-murmur-delegation-id": "dlg_x", "x-murmur-task-origin": "peer" })
-    const task = await door!.run(door!.registry.get(result.id))
+    const task = await doors.door!.run(doors.door!.registry.get(result.id))
     expect(task.provenance).toEqual({ origin: "peer", trust: "untrusted", traceparent })
     expect(task.lane).toBe("peer")
   })

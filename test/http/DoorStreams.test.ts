@@ -3,27 +3,18 @@
  * (observers across tasks, `Last-Event-ID` replay, gaps, `capsule-closed`, lagged consumers),
  * `tasks/resubscribe`, and heartbeats.
  */
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { SseEvent } from "../lib/Door.js"
-import { a2aMessage, type DoorOptions, type OpenDoor, openDoor, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
-import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { a2aMessage, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
+import { dataOf, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { doorPerTest } from "../lib/DoorPerTest.js"
 
-let door: OpenDoor | undefined
-const streams: Array<NodeStream> = []
-afterEach(async () => {
-  for (const stream of streams.splice(0)) stream.destroy()
-  await door?.close()
-  door = undefined
-})
-
-const open = async (options: DoorOptions = {}) => {
-  door = await openDoor({ ...options, scripted: { echoMs: 20, ...options.scripted } })
-  return door
-}
+const doors = doorPerTest()
+const { open } = doors
 
 const stream = async (...args: Parameters<typeof nodeStream>) => {
   const opened = await nodeStream(...args)
-  streams.push(opened)
+  doors.onCleanup(() => opened.destroy())
   return opened
 }
 
@@ -247,7 +238,7 @@ describe("message/stream, A2A dialect", () => {
     expect(rest).toHaveLength(1)
     expect(rest[0]).toMatchObject({ id: "c", result: { kind: "status-update", taskId, status: { state: "canceled" }, final: true } })
     expect(rest[0].result.status.message.parts[0].text).toBe("task canceled")
-    expect(await door!.run(door!.runner.running())).toBe(0)
+    expect(await doors.door!.run(doors.door!.runner.running())).toBe(0)
   })
 
   it("answers a busy refusal with the rejected Task", async () => {
@@ -290,7 +281,7 @@ describe("stream/watch", () => {
     // B's final frame came before A's cancel and did not end the observer.
     expect(frames.indexOf(byTask(taskB.id).at(-1)!)).toBeLessThan(frames.length - 1)
 
-    await door!.close()
+    await doors.door!.close()
     const tail = await readUntil(watch.events)
     expect(tail).toEqual([{ event: "capsule-closed", data: "{}" }])
   })
@@ -301,7 +292,7 @@ describe("stream/watch", () => {
     await waitForState(url, task.id, ["completed"])
     const other = await sendRef(url, "/complete other")
     await waitForState(url, other.id, ["completed"])
-    const lastId = await door!.run(door!.log.lastId())
+    const lastId = await doors.door!.run(doors.door!.log.lastId())
     expect(lastId).toBeGreaterThan(8)
 
     const full = await stream(url, "stream/watch", {})
@@ -329,7 +320,7 @@ describe("stream/watch", () => {
     const { url } = await open({ eventLog: { capacity: 8 } })
     const task = await sendRef(url, "/stream 10 2")
     await waitForState(url, task.id, ["completed"])
-    const lastId = await door!.run(door!.log.lastId())
+    const lastId = await doors.door!.run(doors.door!.log.lastId())
     expect(lastId).toBe(13) // working, 10 chunks, end-of-text, completed
     const oldest = lastId - 7
 
@@ -374,7 +365,7 @@ describe("stream/watch", () => {
     const { url } = await open()
     const task = await sendRef(url, "/complete")
     await waitForState(url, task.id, ["completed"])
-    const lastId = await door!.run(door!.log.lastId())
+    const lastId = await doors.door!.run(doors.door!.log.lastId())
     const watch = await stream(url, "stream/watch", {}, { headers: { "last-event-id": "abc" } })
     const got = await readUntil(watch.events, (event) => event.id === lastId)
     expect(got.slice(1).map((event) => event.id)).toEqual(Array.from({ length: lastId }, (_, i) => i + 1))
@@ -386,7 +377,7 @@ describe("stream/watch", () => {
     const b = await stream(url, "murmur.capsule/watch", {})
     expect((await readUntil(a.events, () => true))[0]!.event).toBe("connection-ack")
     expect((await readUntil(b.events, () => true))[0]!.event).toBe("connection-ack")
-    await door!.close()
+    await doors.door!.close()
     expect(await readUntil(a.events)).toEqual([{ event: "capsule-closed", data: "{}" }])
     expect(await readUntil(b.events)).toEqual([{ event: "capsule-closed", data: "{}" }])
   })
@@ -401,7 +392,7 @@ describe("stream/watch", () => {
     const tasks: Array<string> = []
     for (let i = 0; i < 10; i++) tasks.push((await sendRef(url, `/complete ${i} ${big}`)).id)
     for (const id of tasks) await waitForState(url, id, ["completed"])
-    const published = await door!.run(door!.log.lastId())
+    const published = await doors.door!.run(doors.door!.log.lastId())
     // Read again; once drained, a small task's frames arrive after the notice.
     const drained = readUntil(watch.events, (event) => event.event === "status" && dataOf(event).status.response === "tail", 15_000)
     await sleep(300)

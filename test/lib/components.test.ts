@@ -15,7 +15,7 @@ import {
   type FixtureName,
   fixtureNames
 } from "./components.js"
-import { coreModules, extendedConstSites } from "../../src/build/WasmConstExpr.js"
+import { coreModules, extendedConstSites } from "../../src/sandbox/wasm/ExtendedConst.js"
 
 const CAPSULE_RUN = "murmur:capsule/run@0.1.0"
 const TOOL_RUN = "murmur:tool/run@0.1.0"

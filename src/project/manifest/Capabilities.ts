@@ -15,6 +15,9 @@ import {
 } from "./ManifestError.js"
 import { block, blockItem, type Decoded, list, optBool, optString, optUint, refuse, string } from "./YamlReader.js"
 
+/** `capabilities.shell.max_output_bytes` when the manifest does not say: most output one command may write. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+
 const exact = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
 const Strings = Schema.Array(Schema.String)
 

@@ -6,8 +6,7 @@
  */
 import { Schema } from "effect"
 import { flag, oneOf, opt, section, strings, text, u32, u64 } from "./DocumentFields.js"
-import { RESOURCE_FIELDS } from "./Capabilities.js"
-import { DEFAULT_MAX_OUTPUT_BYTES } from "../../shell/ShellGrant.js"
+import { DEFAULT_MAX_OUTPUT_BYTES, RESOURCE_FIELDS } from "./Capabilities.js"
 
 const RESOURCE_HELP: Readonly<Record<(typeof RESOURCE_FIELDS)[number], string>> = {
   max_processes: "Most processes a shell command may run (RLIMIT_NPROC, under the sealed tier).",

@@ -5,13 +5,13 @@
  * modules once (`WebAssembly.Module`s are shared with workers without recompiling). Loads are
  * memoised per digest and limits.
  */
-import { createHash } from "node:crypto"
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { transpile } from "@bytecodealliance/jco"
 import { Context, Effect, Either, Layer } from "effect"
-import { extendedConstSites, lowerExtendedConst } from "../../build/WasmConstExpr.js"
+import { extendedConstSites, lowerExtendedConst } from "../wasm/ExtendedConst.js"
+import { digestOf } from "../../project/Digest.js"
 import { type ComponentWorld, readWorld, unsupported } from "./ComponentWorld.js"
 import { glueScript } from "./GlueScript.js"
 import type { LoadedGuest } from "../GuestJob.js"
@@ -56,7 +56,7 @@ export class ComponentCache extends Context.Tag("capsule-runtime/sandbox/Compone
 
 /**
  * componentize-qjs output initialises globals with extended constant expressions, which Node 20
- * refuses; they are folded here as the build does (../build/WasmConstExpr.ts), so a component
+ * refuses; they are folded here as the build does (../wasm/ExtendedConst.ts), so a component
  * `inspect` calls runnable loads whichever way it was built.
  */
 export const foldExtendedConst = (bytes: Uint8Array): Either.Either<Uint8Array, string> => {
@@ -67,8 +67,6 @@ export const foldExtendedConst = (bytes: Uint8Array): Either.Either<Uint8Array, 
     ? Either.right(lowered)
     : Either.left(`it initialises globals with extended constant expressions this Node cannot compile (${left.slice(0, 3).join(", ")})`)
 }
-
-export const digestOf = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
 const makeCache = (config: ComponentCacheConfig) => {
   const worlds = new Map<string, ComponentWorld>()

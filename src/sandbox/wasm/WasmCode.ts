@@ -70,114 +70,116 @@ export const scanBody = (reader: WasmReader): Array<GrowSite> => {
     const start = reader.pos
     const op = reader.u8()
     if (op >= 0x45 && op <= 0xc4) continue // numeric, conversions, sign extension
-    if (op >= 0x28 && op <= 0x3e) { // loads and stores
-      skipMemarg(reader)
-      continue
-    }
-    switch (op) {
-      case 0x00: // unreachable
-      case 0x01: // nop
-      case 0x05: // else
-      case 0x0a: // throw_ref
-      case 0x0f: // return
-      case 0x19: // catch_all
-      case 0x1a: // drop
-      case 0x1b: // select
-      case 0xd1: // ref.is_null
-      case 0xd3: // ref.eq
-      case 0xd4: // ref.as_non_null
-        break
-      case 0x02: // block
-      case 0x03: // loop
-      case 0x04: // if
-      case 0x06: // try
-        skipBlockType(reader)
-        depth++
-        break
-      case 0x1f: // try_table
-        skipBlockType(reader)
-        for (let n = leb32(reader); n > 0; n--) {
-          const kind = reader.u8()
-          if (kind > 3) unsupported(`try_table catch kind 0x${hex(kind)}`, reader.pos - 1)
-          if (kind < 2) leb32(reader) // tag
-          leb32(reader) // label
-        }
-        depth++
-        break
-      case 0x0b: // end
-        depth--
-        break
-      case 0x18: // delegate: ends its try
-        leb32(reader)
-        depth--
-        break
-      case 0x07: // catch tag
-      case 0x08: // throw tag
-      case 0x09: // rethrow label
-      case 0x0c: // br
-      case 0x0d: // br_if
-      case 0x10: // call
-      case 0x12: // return_call
-      case 0x14: // call_ref
-      case 0x15: // return_call_ref
-      case 0x20: // local.get, local.set, local.tee, global.get, global.set
-      case 0x21:
-      case 0x22:
-      case 0x23:
-      case 0x24:
-      case 0x25: // table.get, table.set
-      case 0x26:
-      case 0x3f: // memory.size
-      case 0xd2: // ref.func
-      case 0xd5: // br_on_null
-      case 0xd6: // br_on_non_null
-        leb32(reader)
-        break
-      case 0x0e: // br_table: labels, default
-        for (let n = leb32(reader); n >= 0; n--) leb32(reader)
-        break
-      case 0x11: // call_indirect, return_call_indirect: type, table
-      case 0x13:
-        leb32(reader)
-        leb32(reader)
-        break
-      case 0x1c: // select t*
-        for (let n = leb32(reader); n > 0; n--) skipValType(reader)
-        break
-      case 0x40: // memory.grow
-        sites.push({ start, memory: leb32(reader), end: reader.pos })
-        break
-      case 0x41: // i32.const
-        reader.skipSleb(32)
-        break
-      case 0x42: // i64.const
-        reader.skipSleb(64)
-        break
-      case 0x43: // f32.const
-        reader.skip(4)
-        break
-      case 0x44: // f64.const
-        reader.skip(8)
-        break
-      case 0xd0: // ref.null heaptype
-        if (reader.peek() === 0x65) unsupported("shared heap type", reader.pos)
-        reader.skipSleb(33)
-        break
-      case 0xfc:
-        skipFc(reader, start)
-        break
-      case 0xfd:
-        skipSimd(reader, start)
-        break
-      case 0xfe:
-        skipAtomic(reader, start)
-        break
-      default:
-        unsupported(`opcode 0x${hex(op)}`, start)
-    }
+    if (op >= 0x28 && op <= 0x3e) skipMemarg(reader) // loads and stores
+    else if (op === 0x40) sites.push({ start, memory: leb32(reader), end: reader.pos }) // memory.grow
+    else depth += skipInstruction(reader, op, start)
   }
   if (!reader.done) reader.fail("function body continues past its final end")
   return sites
+}
+
+/** Skips a control instruction's immediates; returns how it changes the block depth (others: skipImmediates). */
+const skipInstruction = (reader: WasmReader, op: number, start: number): number => {
+  switch (op) {
+    case 0x02: // block
+    case 0x03: // loop
+    case 0x04: // if
+    case 0x06: // try
+      skipBlockType(reader)
+      return 1
+    case 0x1f: // try_table
+      skipBlockType(reader)
+      for (let n = leb32(reader); n > 0; n--) {
+        const kind = reader.u8()
+        if (kind > 3) unsupported(`try_table catch kind 0x${hex(kind)}`, reader.pos - 1)
+        if (kind < 2) leb32(reader) // tag
+        leb32(reader) // label
+      }
+      return 1
+    case 0x0b: // end
+      return -1
+    case 0x18: // delegate: ends its try
+      leb32(reader)
+      return -1
+    default:
+      skipImmediates(reader, op, start)
+      return 0
+  }
+}
+
+/** Skips the immediates of an instruction that neither opens nor closes a block. */
+const skipImmediates = (reader: WasmReader, op: number, start: number): void => {
+  switch (op) {
+    case 0x00: // unreachable
+    case 0x01: // nop
+    case 0x05: // else
+    case 0x0a: // throw_ref
+    case 0x0f: // return
+    case 0x19: // catch_all
+    case 0x1a: // drop
+    case 0x1b: // select
+    case 0xd1: // ref.is_null
+    case 0xd3: // ref.eq
+    case 0xd4: // ref.as_non_null
+      return
+    case 0x07: // catch tag
+    case 0x08: // throw tag
+    case 0x09: // rethrow label
+    case 0x0c: // br
+    case 0x0d: // br_if
+    case 0x10: // call
+    case 0x12: // return_call
+    case 0x14: // call_ref
+    case 0x15: // return_call_ref
+    case 0x20: // local.get, local.set, local.tee, global.get, global.set
+    case 0x21:
+    case 0x22:
+    case 0x23:
+    case 0x24:
+    case 0x25: // table.get, table.set
+    case 0x26:
+    case 0x3f: // memory.size
+    case 0xd2: // ref.func
+    case 0xd5: // br_on_null
+    case 0xd6: // br_on_non_null
+      leb32(reader)
+      return
+    case 0x0e: // br_table: labels, default
+      for (let n = leb32(reader); n >= 0; n--) leb32(reader)
+      return
+    case 0x11: // call_indirect, return_call_indirect: type, table
+    case 0x13:
+      leb32(reader)
+      leb32(reader)
+      return
+    case 0x1c: // select t*
+      for (let n = leb32(reader); n > 0; n--) skipValType(reader)
+      return
+    case 0x41: // i32.const
+      reader.skipSleb(32)
+      return
+    case 0x42: // i64.const
+      reader.skipSleb(64)
+      return
+    case 0x43: // f32.const
+      reader.skip(4)
+      return
+    case 0x44: // f64.const
+      reader.skip(8)
+      return
+    case 0xd0: // ref.null heaptype
+      if (reader.peek() === 0x65) unsupported("shared heap type", reader.pos)
+      reader.skipSleb(33)
+      return
+    case 0xfc:
+      return skipFc(reader, start)
+    case 0xfd:
+      return skipSimd(reader, start)
+    case 0xfe:
+      return skipAtomic(reader, start)
+    default:
+      unsupported(`opcode 0x${hex(op)}`, start)
+  }
 }
 
 const skipFc = (reader: WasmReader, start: number): void => {

@@ -34,47 +34,47 @@ const skipHeapType = (reader: WasmReader): void => {
 
 /** Walks a constant expression up to and including its `end`. */
 export const skipConstExpr = (reader: WasmReader): void => {
-  for (;;) {
-    const op = reader.u8()
-    switch (op) {
-      case 0x0b: // end
-        return
-      case 0x41: // i32.const
-        reader.skipSleb(32)
-        break
-      case 0x42: // i64.const
-        reader.skipSleb(64)
-        break
-      case 0x43: // f32.const
-        reader.skip(4)
-        break
-      case 0x44: // f64.const
-        reader.skip(8)
-        break
-      case 0xd0: // ref.null
-        skipHeapType(reader)
-        break
-      case 0xd2: // ref.func
-      case 0x23: // global.get
-        reader.u32()
-        break
-      case 0x6a: // i32.add, sub, mul; i64.add, sub, mul (extended-const)
-      case 0x6b:
-      case 0x6c:
-      case 0x7c:
-      case 0x7d:
-      case 0x7e:
-        break
-      case 0xfd: // v128.const
-        if (reader.u32() !== 12) throw new WasmUnsupported("unsupported SIMD instruction in constant expression")
-        reader.skip(16)
-        break
-      case 0xfb:
-        skipGcConst(reader)
-        break
-      default:
-        throw new WasmUnsupported(`opcode 0x${hex(op)} in a table initializer is not supported`)
-    }
+  for (let op = reader.u8(); op !== 0x0b; op = reader.u8()) skipConstOp(reader, op)
+}
+
+/** Skips the immediates of one constant-expression instruction `op` (already read), other than `end`. */
+export const skipConstOp = (reader: WasmReader, op: number): void => {
+  switch (op) {
+    case 0x41: // i32.const
+      reader.skipSleb(32)
+      return
+    case 0x42: // i64.const
+      reader.skipSleb(64)
+      return
+    case 0x43: // f32.const
+      reader.skip(4)
+      return
+    case 0x44: // f64.const
+      reader.skip(8)
+      return
+    case 0xd0: // ref.null
+      skipHeapType(reader)
+      return
+    case 0xd2: // ref.func
+    case 0x23: // global.get
+      reader.u32()
+      return
+    case 0x6a: // i32.add, sub, mul; i64.add, sub, mul (extended-const)
+    case 0x6b:
+    case 0x6c:
+    case 0x7c:
+    case 0x7d:
+    case 0x7e:
+      return
+    case 0xfd: // v128.const
+      if (reader.u32() !== 12) throw new WasmUnsupported("unsupported SIMD instruction in constant expression")
+      reader.skip(16)
+      return
+    case 0xfb:
+      skipGcConst(reader)
+      return
+    default:
+      throw new WasmUnsupported(`opcode 0x${hex(op)} in a constant expression is not supported`)
   }
 }
 
@@ -96,7 +96,7 @@ const skipGcConst = (reader: WasmReader): void => {
     case 28: // ref.i31
       return
     default:
-      throw new WasmUnsupported(`GC instruction 0xfb ${sub} in a table initializer is not supported`)
+      throw new WasmUnsupported(`GC instruction 0xfb ${sub} in a constant expression is not supported`)
   }
 }
 
