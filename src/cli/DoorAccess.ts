@@ -22,7 +22,7 @@ export const publicDoorWarning = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   if (!credentialsOf(config).open || isLoopbackHost(config.host)) return undefined
   const methods = [
-    ...(config.acceptance === "none" ? [] : ["message/send", "message/stream"]),
+    ...(identity.card.capabilities.streaming ? ["message/send", "message/stream"] : []),
     "stream/watch",
     "tasks/get",
     "tasks/cancel",

@@ -5,7 +5,7 @@
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { ScriptedSessionLive, type SessionOptions } from "../../src/layers/Main.js"
 import { DelegationTracker } from "../../src/services/DelegationTracker.js"
-import type { ScriptedCapsuleConfig } from "../../src/services/EchoCapsule.js"
+import type { EchoConfig } from "../../src/services/EchoCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
@@ -25,7 +25,7 @@ export interface OpenDoor {
   readonly close: () => Promise<void>
 }
 
-export type DoorOptions = SessionOptions & { readonly scripted?: Partial<ScriptedCapsuleConfig> }
+export type DoorOptions = SessionOptions & { readonly scripted?: Partial<EchoConfig> }
 
 export const openDoor = async (options: DoorOptions = {}): Promise<OpenDoor> => {
   const scope = Effect.runSync(Scope.make())

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Tracer } from "effect"
 import { servicesLayer } from "../../src/layers/Main.js"
 import { Capsule, type TaskInput } from "../../src/services/Capsule.js"
-import { scriptedInfo } from "../../src/services/EchoCapsule.js"
+import { echoInfo } from "../../src/services/EchoCapsule.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
 import { TaskRunner } from "../../src/services/TaskRunner.js"
 
@@ -55,7 +55,7 @@ describe("TaskRunner: the queued phase", () => {
     const seen = new Map<string, number | undefined>()
     const release = Effect.runSync(Deferred.make<void>())
     const capsule = Layer.succeed(Capsule, Capsule.of({
-      info: scriptedInfo,
+      info: echoInfo,
       run: (input: TaskInput) =>
         Effect.sync(() => seen.set(input.text, input.queuedMs)).pipe(
           Effect.zipRight(input.text === "first" ? Deferred.await(release) : Effect.void),
