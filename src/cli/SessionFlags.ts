@@ -3,7 +3,7 @@
  * token, the workdir and how many old ones to keep, `--json`; and `serve`'s door and task limits.
  */
 import { Options } from "@effect/cli"
-import { defaultKeepSessions } from "../records/SessionRetention.js"
+import { defaultKeepSessions } from "../layers/Directory.js"
 import { choiceFlag, directoryFlag, integerFlag, textFlag } from "./Flags.js"
 
 export { authToken } from "./AuthToken.js"

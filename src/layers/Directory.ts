@@ -8,6 +8,8 @@
 import { Effect, Layer } from "effect"
 import { loadAnyProject } from "../project/CapsuleProject.js"
 import { pruneSessions } from "../records/SessionRetention.js"
+
+export { defaultKeepSessions } from "../records/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
 import { agentKind } from "./AgentSession.js"
 import { HostEnvironment } from "./Host.js"

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Tracer } from "effect"
-import { servicesLayer } from "../../src/layers/Main.js"
+import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, type TaskInput } from "../../src/services/Capsule.js"
 import { echoInfo } from "../../src/services/EchoCapsule.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
@@ -98,7 +98,7 @@ describe("TaskRunner: the queued phase", () => {
       const execute = ended.find((s) => s.name === "TaskRunner.execute" && s.attributes.get("taskId") === second)!
       assert.isAtMost(Number(span.end - execute.start) / 1e6, 1)
     }).pipe(
-      Effect.provide(servicesLayer(capsule, { door: { acceptance: "queue" }, registry: { queueDepth: 8, maxActive: 1 } })),
+      Effect.provide(servicesLayer(capsule, { tasks: { acceptance: "queue", queueDepth: 8, maxActive: 1 } })),
       Effect.withTracer(recordingTracer(ended))
     )
   })

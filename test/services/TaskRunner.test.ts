@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Layer, Stream, TestClock } from "effect"
 import * as fc from "fast-check"
-import { servicesLayer } from "../../src/layers/Main.js"
+import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, type CapsuleInfo, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 import { EventLog } from "../../src/services/EventLog.js"
@@ -26,8 +26,7 @@ const capsuleLayer = (run: (input: TaskInput, io: TaskIO) => Effect.Effect<{ rea
 
 const session = <R>(capsule: Layer.Layer<Capsule, never, R>, maxActive = 4, inputTimeoutMs?: number) =>
   servicesLayer(capsule, {
-    door: { acceptance: "queue" },
-    registry: { queueDepth: 16, maxActive },
+    tasks: { acceptance: "queue", queueDepth: 16, maxActive },
     runner: inputTimeoutMs === undefined ? {} : { inputTimeoutMs }
   })
 
