@@ -20,7 +20,7 @@ import { shellContainment } from "../../src/shell/containment/ShellContainment.j
 import type { EgressFields, EgressLimits, Resolve } from "../../src/shell/egress/EgressProxy.js"
 import { ShellEgress } from "../../src/shell/egress/ShellEgress.js"
 import type { Capabilities } from "../../src/project/manifest/Capabilities.js"
-import { parseAllowList } from "../../src/sandbox/grants/NetworkPolicy.js"
+import { parseAllowList } from "../../src/project/NetworkPolicy.js"
 import { Shell, type ShellOutcome } from "../../src/shell/Shell.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 
