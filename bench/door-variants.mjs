@@ -16,12 +16,13 @@ import { createServer } from "node:http"
 import { HttpMiddleware, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, Fiber, Layer, Scope } from "effect"
-import { doorAddressLayer, makeRouter } from "../dist/http/Door.js"
+import { makeRouter } from "../dist/http/Door.js"
 import { readBody } from "../dist/http/Body.js"
 import { DoorConfig, defaultDoorSettings } from "../dist/http/DoorConfig.js"
-import * as NodeDoorAdapter from "../dist/http/NodeDoorAdapter.js"
-import { servicesLayer } from "../dist/layers/Main.js"
-import { ScriptedCapsule } from "../dist/services/EchoCapsule.js"
+import * as NodeDoorAdapter from "../dist/layers/NodeDoorAdapter.js"
+import { doorAddressLayer } from "../dist/layers/DoorServer.js"
+import { servicesLayer } from "../dist/layers/Session.js"
+import { EchoCapsule } from "../dist/services/EchoCapsule.js"
 import { SessionIdentity } from "../dist/services/SessionIdentity.js"
 
 const variant = process.argv[2] ?? "adapter"
@@ -90,7 +91,7 @@ const serverLayer = stock
 const identity = SessionIdentity.layer({ streaming: true }).pipe(Layer.provide(doorAddressLayer()))
 const session = DoorVariant.pipe(
   Layer.provideMerge(identity),
-  Layer.provideMerge(servicesLayer(ScriptedCapsule.layer(), { door: settings, registry: { queueDepth: 100000, maxActive: 100000 } })),
+  Layer.provideMerge(servicesLayer(EchoCapsule.layer(), { tasks: { acceptance: "queue", queueDepth: 100000, maxActive: 100000 } })),
   Layer.provideMerge(serverLayer),
   Layer.provideMerge(DoorConfig.layer(settings))
 )

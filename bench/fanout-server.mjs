@@ -1,4 +1,4 @@
-// Door for the SSE fan-out bench: the production session (dist/layers/Main.js `SessionLive`:
+// Door for the SSE fan-out bench: the production session (`Door.layer(CapsuleRuntime.layer())`:
 // services, EventLog, door router and server) with a bench-only capsule instead of the scripted
 // one. Its only command, `stamp <count> <everyMs> <batch>`, emits `count` text chunks, `batch`
 // at a time every `everyMs`, each chunk being `process.hrtime.bigint()` taken right before the
@@ -7,9 +7,7 @@
 // own arrival time: delivery latency = emit → observer, with no hook in production code.
 // Prints {"event":"listening","url":...} on stdout like `capsule-runtime serve --json`.
 import { Duration, Effect, Fiber, Layer } from "effect"
-import { SessionLive } from "../dist/layers/Main.js"
-import { Capsule } from "../dist/services/Capsule.js"
-import { SessionIdentity } from "../dist/services/SessionIdentity.js"
+import { Capsule, CapsuleRuntime, Door, SessionIdentity } from "../dist/index.js"
 
 const info = {
   name: "bench-stamp",
@@ -40,10 +38,12 @@ const program = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   process.stdout.write(`${JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId })}\n`)
   return yield* Effect.never
-}).pipe(Effect.provide(SessionLive(StampCapsule, {
-  door: { port, acceptance: "queue", maxWatchers: 100_000 },
-  registry: { queueDepth: 1000, maxActive: 1000 }
-})))
+}).pipe(Effect.provide((() => {
+  const door = { port, acceptance: "queue", maxWatchers: 100_000 }
+  return Door.layer(CapsuleRuntime.layer({ tasks: { queueDepth: 1000, maxActive: 1000 } }).pipe(Layer.provide(StampCapsule)), door).pipe(
+    Layer.provide(Door.layerServer(door))
+  )
+})()))
 
 const fiber = Effect.runFork(program)
 const stop = () => Effect.runPromise(Fiber.interrupt(fiber)).then(() => process.exit(0))

@@ -16,7 +16,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
 import { readBody } from "../dist/http/Body.js"
-import { makeHandler } from "../dist/http/NodeDoorAdapter.js"
+import { makeHandler } from "../dist/layers/NodeDoorAdapter.js"
 
 const level = process.argv[2] ?? "L0"
 const answer = (id) => JSON.stringify({ jsonrpc: "2.0", id, result: { ok: true } })

@@ -109,8 +109,8 @@ describe("import rules (docs/architecture.json)", () => {
     assert.deepStrictEqual(importsOf(text, "services/A.ts"), ["sandbox/GuestJob.ts", "agent/Trace.ts", "services/Z.ts"])
   })
 
-  it("every export of the public module has a @since doc comment", () => {
-    const text = readFileSync(join(src, "index.ts"), "utf8")
+  it.each(["index.ts", "CapsuleRuntime.ts", "Door.ts"])("every export of the public module %s has a @since doc comment", (file) => {
+    const text = readFileSync(join(src, file), "utf8")
     const statements = [...text.matchAll(/(\/\*\*(?:(?!\*\/)[\s\S])*\*\/)?\s*\nexport\b[^\n]*/g)]
     assert.isAbove(statements.length, 2)
     const undocumented = statements.filter((match) => match[1] === undefined || !match[1].includes("@since")).map((match) => match[0].trim())

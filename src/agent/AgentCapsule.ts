@@ -14,7 +14,7 @@
  * with "input-timeout".
  */
 import { Effect, Either, Layer, Option } from "effect"
-import { parseAllowList } from "../sandbox/grants/NetworkPolicy.js"
+import { parseAllowList } from "../project/NetworkPolicy.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"

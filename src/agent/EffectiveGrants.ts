@@ -11,7 +11,7 @@ import { refusedAllowEntries } from "../sandbox/grants/EnvGrant.js"
 import type { GuestGrant } from "../sandbox/GuestJob.js"
 import { appliedContainment } from "../shell/containment/ShellContainment.js"
 import { effectiveLimits } from "../project/manifest/Capabilities.js"
-import type { NetworkRule } from "../sandbox/grants/NetworkPolicy.js"
+import type { NetworkRule } from "../project/NetworkPolicy.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 
 const ruleText = (rule: NetworkRule): string =>

@@ -11,8 +11,8 @@
  */
 import { Either, Redacted } from "effect"
 import type { PreparedAgent } from "./AgentLaunch.js"
-import { parseAllowList } from "../sandbox/grants/NetworkPolicy.js"
-import { allows, type NetworkRule } from "../sandbox/grants/NetworkMatch.js"
+import { parseAllowList } from "../project/NetworkPolicy.js"
+import { allows, type NetworkRule } from "../project/NetworkMatch.js"
 import { GATEWAY_AUTHORITY } from "../sandbox/host/GatewayRewrite.js"
 
 export interface ReasonContext {

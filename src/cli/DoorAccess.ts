@@ -5,9 +5,7 @@
  */
 import { isIPv4 } from "node:net"
 import { Console, Effect, Either } from "effect"
-import { DoorConfig } from "../http/DoorConfig.js"
-import { credentialsOf, type DoorCredentials } from "../http/DoorCredentials.js"
-import { SessionIdentity } from "../services/SessionIdentity.js"
+import { Door, SessionIdentity } from "../index.js"
 
 /** Whether a bind address keeps the door on this host: 127.0.0.0/8, ::1 or localhost (as the reference's `is_loopback_bind`). */
 export const isLoopbackHost = (host: string): boolean => {
@@ -18,11 +16,13 @@ export const isLoopbackHost = (host: string): boolean => {
 
 /** The `W-SEC-032` line for this session's door, when it is open and bound beyond loopback. */
 export const publicDoorWarning = Effect.gen(function*() {
-  const config = yield* DoorConfig
+  const config = yield* Door.DoorConfig
   const identity = yield* SessionIdentity
-  if (!credentialsOf(config).open || isLoopbackHost(config.host)) return undefined
+  // A door's settings carry the table it was made with (Door.layer makes it once).
+  const open = config.credentials?.open ?? config.authToken === undefined
+  if (!open || isLoopbackHost(config.host)) return undefined
   const methods = [
-    ...(config.acceptance === "none" ? [] : ["message/send", "message/stream"]),
+    ...(identity.card.capabilities.streaming ? ["message/send", "message/stream"] : []),
     "stream/watch",
     "tasks/get",
     "tasks/cancel",
@@ -41,7 +41,7 @@ export const warnPublicDoor = Effect.flatMap(publicDoorWarning, (line) => line =
  * While the scope lasts, SIGHUP re-reads the tokens file: one stderr line with the principals now
  * served, or the `E-RUN-040` refusal and that the previous table stays.
  */
-export const reloadOnHangup = (credentials: DoorCredentials) =>
+export const reloadOnHangup = (credentials: Door.Credentials) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const reload = () => {

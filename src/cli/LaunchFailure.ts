@@ -5,7 +5,6 @@
 import { Console, Effect } from "effect"
 import { HostEnvironment, SandboxLive } from "../layers/Host.js"
 import type { ProjectError } from "../project/ProjectError.js"
-import type { SandboxError } from "../sandbox/SandboxError.js"
 import { type ExitStatus, exitWith } from "./Exit.js"
 
 export const reportLaunchFailure = (code: string, message: string, json: boolean, workdir?: string, stderr?: string) =>
@@ -29,7 +28,13 @@ export const reportLaunchFailure = (code: string, message: string, json: boolean
  * Runs a command that launches a capsule from a directory: the sandbox and the host's
  * environment provided, and a capsule that cannot launch reported as above.
  */
-export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | SandboxError | ExitStatus, R>, json: boolean, prestart = 0) =>
+/** A component that cannot be prepared (the sandbox's `SandboxError`), as `launching` reads it. */
+interface LaunchRefused {
+  readonly _tag: "SandboxError"
+  readonly message: string
+}
+
+export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | LaunchRefused | ExitStatus, R>, json: boolean, prestart = 0) =>
   effect.pipe(
     Effect.catchTags({
       ProjectError: (error) => reportLaunchFailure(error.code, error.message, json),

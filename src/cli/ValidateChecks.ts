@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Either } from "effect"
 import { parse } from "yaml"
-import { allows } from "../sandbox/grants/NetworkMatch.js"
+import { allows } from "../project/NetworkMatch.js"
 
 export interface Diagnostic {
   readonly code: string
@@ -16,7 +16,7 @@ export interface Diagnostic {
   /** Dotted manifest path a warning is about. */
   readonly path?: string
 }
-import { parseAllowList, peerUrlTarget } from "../sandbox/grants/NetworkPolicy.js"
+import { parseAllowList, peerUrlTarget } from "../project/NetworkPolicy.js"
 
 type Yaml = { readonly [key: string]: unknown }
 

@@ -1,15 +1,14 @@
 /**
  * The door: an `@effect/platform` router (agent card under both well-known paths, JSON-RPC on
- * `POST /`, the resource and peer planes under `/resources/`) served on a Node HTTP server with header limits and read timeouts. Its finalizer
+ * `POST /`, the resource and peer planes under `/resources/`), served on the `HttpServer` in
+ * context (`DoorLive`) or mounted at a path of a host's `HttpLayerRouter` (`mountDoor`). Its finalizer
  * runs before the server closes: it refuses new tasks, cancels the live ones as `session/stop`
  * does and closes the event log, so observers get `capsule-closed` and every stream ends
  * instead of holding the server open.
  */
-import { createServer } from "node:http"
-import { type HttpApp, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpLayerRouter, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, FiberRef, Layer, LogLevel, Option, Scope } from "effect"
-import { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog } from "../services/EventLog.js"
 import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
@@ -17,10 +16,9 @@ import { TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { TracingEnabled } from "../services/Tracing.js"
 import { bearerCheck, currentPrincipal } from "./DoorAuth.js"
-import { DoorConfig, type DoorSettings } from "./DoorConfig.js"
+import { DoorConfig } from "./DoorConfig.js"
 import { credentialsOf } from "./DoorCredentials.js"
 import { loggedApp, tracedApp } from "./DoorTracing.js"
-import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { makeRpcRoute } from "./RpcRoute.js"
 
 const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the door serves POST / and GET /.well-known/agent-card.json"}`, {
@@ -128,7 +126,7 @@ export const makeDoorApp = Effect.gen(function*() {
 
 /** Serves the router on the `HttpServer` in context, and ends the session before it closes. */
 export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
-  // Served by NodeDoorAdapter (see doorServerLayer): no per-request span, scope or middleware.
+  // Served by NodeDoorAdapter (layers/DoorServer.ts): no per-request span, scope or middleware.
   // The router needs nothing but the request (its services were taken when it was built; the
   // annotation keeps it so), so it is served from a context holding only the serving scope:
   // each request's context is then one entry, not a copy of the session's (docs/benchmarks.md).
@@ -141,45 +139,22 @@ export const DoorLive = Layer.scopedDiscard(Effect.gen(function*() {
   yield* server.serve(app).pipe(Effect.mapInputContext((_: Context.Context<never>) => Context.make(Scope.Scope, scope)))
 }))
 
-/** A Node HTTP server with the door's limits, listening on the configured address. */
-export const doorServerLayer = (settings: DoorSettings) =>
-  Layer.unwrapScoped(Effect.gen(function*() {
-    const server = createServer({
-      maxHeaderSize: settings.maxHeaderBytes,
-      headersTimeout: settings.headersTimeoutMs,
-      requestTimeout: settings.requestTimeoutMs,
-      keepAliveTimeout: settings.keepAliveTimeoutMs,
-      // Node checks the head/request timeouts only this often (30 s by default).
-      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs) / 2)))
-    })
-    // Node silently drops headers past this count; one more lets the door see the overflow and refuse it (431).
-    server.maxHeadersCount = settings.maxHeadersCount + 1
-    // Released before the server closes: streams end at shutdown, and whatever is still open a
-    // moment later is cut, so closing (and exiting) stays bounded.
-    const bound = Layer.scopedDiscard(Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        // Keep-alive connections turn idle as their last stream ends; Node's close() only
-        // drops the ones idle at that instant, so keep sweeping until the server is closed.
-        const sweep = setInterval(() => server.closeIdleConnections(), 25).unref()
-        server.once("close", () => clearInterval(sweep))
-        setTimeout(() => server.closeAllConnections(), 2_000).unref()
+/**
+ * The door mounted at `path` of the host's `HttpLayerRouter`: requests under it reach the door
+ * with the prefix taken off, as `HttpRouter.mountApp` does. The session ends (refuses new tasks,
+ * cancels the live ones, closes its event log) when the layer is released.
+ */
+export const mountDoor = (path: `/${string}`) =>
+  HttpLayerRouter.use((router) =>
+    Effect.gen(function*() {
+      const prefix = path.replace(/\/+$/, "") as "" | `/${string}`
+      const app = yield* makeDoorApp
+      const handler = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const rest = request.url.slice(prefix.length)
+        const url = rest.startsWith("/") ? rest : `/${rest}`
+        return Effect.provideService(app, HttpServerRequest.HttpServerRequest, request.modify({ url })).pipe(Effect.orDie)
       })
-    ))
-    return doorAddressLayer().pipe(
-      Layer.provideMerge(bound),
-      Layer.provideMerge(NodeDoorAdapter.layer(() => server, { host: settings.host, port: settings.port }))
-    )
-  }))
-
-/** An absolute URL for a bound server and a path (wildcard binds advertise loopback). */
-export const serverUrl = (address: HttpServer.Address, path = "/"): string => {
-  const suffix = path.startsWith("/") ? path : `/${path}`
-  const tail = suffix.endsWith("/") ? suffix : `${suffix}/`
-  if (address._tag === "UnixAddress") return `http://localhost${tail}`
-  const host = address.hostname === "0.0.0.0" || address.hostname === "::" ? "127.0.0.1" : address.hostname
-  return `http://${host.includes(":") ? `[${host}]` : host}:${address.port}${tail}`
-}
-
-/** The `DoorAddress` of a door served at `path` on the `HttpServer` in context. */
-export const doorAddressLayer = (path = "/") =>
-  Layer.effect(DoorAddress, Effect.map(HttpServer.HttpServer, (server) => DoorAddress.of({ url: serverUrl(server.address, path) })))
+      yield* router.add("*", prefix === "" ? "/" : prefix, handler)
+      yield* router.add("*", `${prefix}/*`, handler)
+    })
+  )

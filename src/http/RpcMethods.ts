@@ -47,7 +47,8 @@ export const makeMethods = Effect.gen(function*() {
   const log = yield* EventLog
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
-  const startsTasks = config.acceptance !== "none"
+  // What the card advertises: a session may start no task whatever the door was given (a manifest's task_acceptance).
+  const startsTasks = identity.card.capabilities.streaming
   const owners = makeContextOwners()
 
   /** A task of a context the caller does not own answers as if it did not exist (no oracle for ids). */

@@ -1,11 +1,12 @@
 /**
- * What the process knows about its host, read once here (the only place that touches
- * `process.env`): the environment guests' allowlists draw from, and where compiled components
- * are cached.
+ * What the process knows about its host: the environment guests' allowlists draw from (a
+ * snapshot; the process's own environment is never changed), where compiled components are
+ * cached, and the worker sandbox capsules from a directory run on. A host application provides
+ * it once (`CapsuleRuntime.layerHost`), for every session it runs.
  */
 import { homedir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Config, Context, Effect, Layer, Option } from "effect"
 import { ComponentCache } from "../sandbox/component/ComponentCache.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 
@@ -13,12 +14,17 @@ export class HostEnvironment extends Context.Tag("capsule-runtime/layers/HostEnv
   readonly env: Readonly<Record<string, string | undefined>>
   readonly cacheDirectory: string
 }>() {
-  static readonly layer = Layer.sync(HostEnvironment, () => {
-    const env = { ...process.env }
-    const base = env.CAPSULE_RUNTIME_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "capsule-runtime")
-    return { env, cacheDirectory: join(base, "components") }
-  })
+  /** `CAPSULE_RUNTIME_CACHE_DIR`, else `$XDG_CACHE_HOME/capsule-runtime`, else `~/.cache/capsule-runtime`. */
+  static readonly layer = Layer.effect(HostEnvironment, Effect.gen(function*() {
+    const optional = (name: string) => Effect.map(Config.option(Config.string(name)), Option.getOrUndefined)
+    const configured = yield* optional("CAPSULE_RUNTIME_CACHE_DIR")
+    const base = configured ?? join((yield* optional("XDG_CACHE_HOME")) ?? join(homedir(), ".cache"), "capsule-runtime")
+    return { env: { ...process.env }, cacheDirectory: join(base, "components") }
+  })).pipe(Layer.orDie)
 }
+
+/** What a directory's session needs from its host. */
+export type Host = HostEnvironment | ComponentCache | Sandbox
 
 /**
  * The component cache and the worker sandbox, on the host's cache directory. A long-lived
@@ -28,3 +34,6 @@ export const SandboxLive = (prestart = 0) =>
   Layer.unwrapEffect(
     Effect.map(HostEnvironment, (host) => Layer.merge(ComponentCache.layer({ directory: host.cacheDirectory }), Sandbox.layer({ prestart })))
   )
+
+/** The host, built once: its environment, the component cache and a sandbox with `prestart` workers booted ahead. */
+export const layerHost = (prestart = 1): Layer.Layer<Host> => SandboxLive(prestart).pipe(Layer.provideMerge(HostEnvironment.layer))

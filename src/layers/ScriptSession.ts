@@ -9,9 +9,10 @@ import { ScriptCapsule } from "../script/ScriptCapsule.js"
 import { prepareScript } from "../script/ScriptLaunch.js"
 import { Effect } from "effect"
 import { inputTimeoutMs } from "./AgentSession.js"
-import { SessionLive, type SessionOptions } from "./Main.js"
+import { type Options, withCapsule } from "./Session.js"
 
-export interface ScriptSessionOptions extends SessionOptions {
+/** What a script capsule's session takes besides the one `Options` shape. */
+export interface ScriptKindOptions extends Options {
   readonly sessionId: string
   /** The workdir; default `<capsule dir>/workdir/<session id>`. */
   readonly workdir?: string | undefined
@@ -19,13 +20,13 @@ export interface ScriptSessionOptions extends SessionOptions {
   readonly hostEnv: Readonly<Record<string, string | undefined>>
 }
 
-/** Prepares the script capsule and returns its session layer (door included), its workdir and its warnings. */
-export const scriptSession = (project: CapsuleProject, options: ScriptSessionOptions) =>
+/** Prepares the script capsule and returns its session layer (no door), its workdir, records and warnings. */
+export const scriptKind = (project: CapsuleProject, options: ScriptKindOptions) =>
   Effect.map(prepareScript(project, { sessionId: options.sessionId, workdir: options.workdir, hostEnv: options.hostEnv }), (prepared) => ({
-    layer: SessionLive(ScriptCapsule.layer(prepared), {
+    layer: withCapsule(ScriptCapsule.layer(prepared), {
       ...options,
       sessionId: prepared.sessionId,
-      registry: { ...options.registry, maxActive: 1 },
+      tasks: { ...options.tasks, maxActive: 1 },
       runner: { ...options.runner, inputTimeoutMs: inputTimeoutMs(project.manifest.lifecycle) }
     }),
     workdir: prepared.workdir,

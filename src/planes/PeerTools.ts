@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto"
 import { Context, Effect, Either } from "effect"
 import type { ToolResultData } from "../sandbox/GuestJob.js"
-import { checkPeerUrl, type NetworkRule } from "../sandbox/grants/NetworkPolicy.js"
+import { checkPeerUrl, type NetworkRule } from "../project/NetworkPolicy.js"
 import { errorResult } from "../shell/ShellGrant.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import type { ResourcePlanes } from "../services/ResourcePlanes.js"

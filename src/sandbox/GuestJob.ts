@@ -5,7 +5,7 @@
  */
 import type { MessagePort } from "node:worker_threads"
 import type { MemoryState } from "./wasm/MemoryVerdict.js"
-import type { NetworkRule } from "./grants/NetworkMatch.js"
+import type { NetworkRule } from "../project/NetworkMatch.js"
 import type { ArtifactData } from "../project/ArtifactData.js"
 
 /** A transpiled component: its JS glue on disk (imported by file URL) and its compiled core modules. */

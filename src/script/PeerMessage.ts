@@ -11,7 +11,7 @@ import { mintId } from "../services/Ids.js"
 import type { Trust } from "../services/Task.js"
 import { outgoingTraceHeaders } from "../services/Tracing.js"
 import type { HostCall } from "../sandbox/GuestJob.js"
-import { checkPeerUrl, type NetworkRule } from "../sandbox/grants/NetworkPolicy.js"
+import { checkPeerUrl, type NetworkRule } from "../project/NetworkPolicy.js"
 
 export interface PeerTaskResult {
   readonly taskId: string

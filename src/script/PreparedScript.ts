@@ -2,7 +2,7 @@
 import type { CapsuleProject } from "../project/CapsuleProject.js"
 import type { CompiledComponent } from "../sandbox/component/ComponentCache.js"
 import type { ArtifactData, GuestGrant } from "../sandbox/GuestJob.js"
-import type { NetworkRule } from "../sandbox/grants/NetworkPolicy.js"
+import type { NetworkRule } from "../project/NetworkPolicy.js"
 import type { ToolSpec } from "../sandbox/Sandbox.js"
 import type { ContainmentDecision } from "../shell/containment/ContainmentDecision.js"
 

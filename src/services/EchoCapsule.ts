@@ -10,13 +10,13 @@ import { DelegationTracker } from "./DelegationTracker.js"
 import { DetachedRegistry } from "./DetachedRegistry.js"
 import { mintId } from "./Ids.js"
 
-export interface ScriptedCapsuleConfig {
+export interface EchoConfig {
   /** How long an echo takes to stream, in total. */
   readonly echoMs: number
   readonly info: CapsuleInfo
 }
 
-export const scriptedInfo: CapsuleInfo = {
+export const echoInfo: CapsuleInfo = {
   name: "scripted-echo",
   version: "0.1.0",
   description: "A deterministic multi-turn echo agent with slash commands for testing",
@@ -51,7 +51,7 @@ export const chunksOf = (text: string, n: number): ReadonlyArray<string> => {
   return out
 }
 
-export const makeScriptedCapsule = (config: ScriptedCapsuleConfig) =>
+export const makeEchoCapsule = (config: EchoConfig) =>
   Effect.gen(function*() {
     const detached = yield* DetachedRegistry
     const delegations = yield* DelegationTracker
@@ -142,7 +142,7 @@ export const makeScriptedCapsule = (config: ScriptedCapsuleConfig) =>
     })
   })
 
-export const ScriptedCapsule = {
-  layer: (config: Partial<ScriptedCapsuleConfig> = {}) =>
-    Layer.effect(Capsule, makeScriptedCapsule({ echoMs: 1000, info: scriptedInfo, ...config }))
+export const EchoCapsule = {
+  layer: (config: Partial<EchoConfig> = {}) =>
+    Layer.effect(Capsule, makeEchoCapsule({ echoMs: 1000, info: echoInfo, ...config }))
 }

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { AgentCapsule } from "../../src/agent/AgentCapsule.js"
 import { prepareAgent } from "../../src/agent/AgentLaunch.js"
 import { HostEnvironment, SandboxLive } from "../../src/layers/Host.js"
-import { SessionLive } from "../../src/layers/Main.js"
+import { servedCapsule } from "../lib/Door.js"
 import { loadAgentProject } from "../../src/project/CapsuleProject.js"
 import { Sandbox } from "../../src/sandbox/Sandbox.js"
 import { mintId } from "../../src/services/Ids.js"
@@ -55,7 +55,7 @@ const serveAgent = async (
     )
   )
   const capsule = AgentCapsule.layer(prepared).pipe(Layer.provide(Shell.layer()))
-  const session = SessionLive(capsule, { sessionId, door: { acceptance: "queue" }, registry: { maxActive: 1, queueDepth: 8 }, runner }).pipe(
+  const session = servedCapsule(capsule, { sessionId, door: { acceptance: "queue" }, tasks: { maxActive: 1, queueDepth: 8 }, runner }).pipe(
     Layer.provide(Trace.layer({ directory: prepared.workdir, sessionId, capture: "meta" })),
     Layer.provide(Layer.succeedContext(sandboxContext))
   )

@@ -16,7 +16,7 @@ import type { DriverRequest } from "../../src/agent/DriverProtocol.js"
 import { buildGuest, shippedGuest } from "../../src/build/ShippedGuests.js"
 import { ComponentCache, type CompiledComponent } from "../../src/sandbox/component/ComponentCache.js"
 import type { GuestGrant, ToolResultData } from "../../src/sandbox/GuestJob.js"
-import type { NetworkRule } from "../../src/sandbox/grants/NetworkMatch.js"
+import type { NetworkRule } from "../../src/project/NetworkMatch.js"
 import { type GuestHost, type GuestTemplate, Sandbox, silentHost } from "../../src/sandbox/Sandbox.js"
 import { chunk, completion, type FakeProvider, type Reply, startFakeProvider, usageChunk } from "../lib/FakeProvider.js"
 

@@ -636,7 +636,7 @@ describe("resubscribe and replay", () => {
   })
 
   it("SUB-3: a cursor older than the buffer gets a gap notice (A2A comment, reference `gap` event)", async () => {
-    const d = await open({ eventLog: { capacity: 4 } })
+    const d = await open({ events: { capacity: 4 } })
     const started = await start(d.url, "/stream 40 20")
     await waitForState(d.url, started.id, ["working"])
     while ((await d.run(d.log.lastId())) < 10) await sleep(20)
@@ -711,7 +711,7 @@ describe("vendor methods, push, extended card", () => {
 
 describe("quality", () => {
   it("Q-1: 20 parallel message/send + tasks/get", async () => {
-    const { url } = await open({ registry: { queueDepth: 32, maxActive: 4 } })
+    const { url } = await open({ tasks: { queueDepth: 32, maxActive: 4 } })
     const tasks = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
       const task = resultOf(await rpc(url, "message/send", send(`/complete n${i}`)))
       const fetched = resultOf(await rpc(url, "tasks/get", { id: task.id }))
@@ -764,7 +764,7 @@ describe("quality", () => {
   })
 
   it("Q-3: with max-active 2, two tasks parked in input-required leave their slots: a third blocking send answers", async () => {
-    const { url, registry } = await open({ registry: { queueDepth: 8, maxActive: 2 } })
+    const { url, registry } = await open({ tasks: { queueDepth: 8, maxActive: 2 } })
     const parked = [
       resultOf(await rpc(url, "message/send", send("first"))),
       resultOf(await rpc(url, "message/send", send("second")))
@@ -780,7 +780,7 @@ describe("quality", () => {
   })
 
   it("Q-3: parked tasks that gave their slots back count against --queue-depth: past it a send is rejected at once", async () => {
-    const { url } = await open({ registry: { queueDepth: 2, maxActive: 2 } })
+    const { url } = await open({ tasks: { queueDepth: 2, maxActive: 2 } })
     for (const text of ["one", "two"]) expect(resultOf(await rpc(url, "message/send", send(text))).status.state).toBe("input-required")
     const refused = resultOf(await rpc(url, "message/send", send("three")))
     expect([refused.status.state, textOf(refused.status.message.parts)]).toEqual(["rejected", "task rejected: capsule is busy"])
@@ -788,7 +788,7 @@ describe("quality", () => {
 
   it("Q-3: the blocking wait is bounded: a queued or long task is answered as it stands with a status message saying why", async () => {
     // max-active 1 (a script or agent capsule): a parked task keeps its slot, so the next one queues.
-    const { url } = await open({ registry: { queueDepth: 8, maxActive: 1 }, door: { blockingTimeoutMs: 300 } })
+    const { url } = await open({ tasks: { queueDepth: 8, maxActive: 1 }, door: { blockingTimeoutMs: 300 } })
     const holder = resultOf(await rpc(url, "message/send", send("/ask name?")))
     expect(holder.status.state).toBe("input-required")
     const queued = resultOf(await rpc(url, "message/send", send("/complete later")))

@@ -208,7 +208,7 @@ describe("--max-watchers", () => {
 
 describe("--retain-bytes", () => {
   it("keeps 20 finished tasks of 1 MiB within an 8 MiB budget: the oldest are forgotten, the newest answers", async () => {
-    const { url } = await open({ door: { maxBodyBytes: 3 * 1024 * 1024 }, registry: { retainBytes: 8 * 1024 * 1024 } })
+    const { url } = await open({ door: { maxBodyBytes: 3 * 1024 * 1024 }, tasks: { retainBytes: 8 * 1024 * 1024 } })
     const mib = "m".repeat(1024 * 1024)
     const ids: Array<string> = []
     for (let i = 0; i < 20; i++) {
@@ -232,7 +232,7 @@ describe("--retain-bytes", () => {
 
 describe("--replay-bytes", () => {
   it("evicts frames from the replay ring by bytes; replay starts with a gap", async () => {
-    const { url } = await open({ eventLog: { capacityBytes: 64 * 1024 } })
+    const { url } = await open({ events: { capacityBytes: 64 * 1024 } })
     const chunk = "r".repeat(30 * 1024)
     for (let i = 0; i < 6; i++) {
       const reply = await rpc(url, "message/send", { message: referenceMessage(`/complete ${i} ${chunk}`), configuration: { blocking: true } })
@@ -258,7 +258,7 @@ describe("--replay-bytes", () => {
 
 describe("lagged before capsule-closed", () => {
   it("a paused watcher that fell behind gets lagged with the count of missed frames, then capsule-closed", async () => {
-    const { url } = await open({ eventLog: { subscriberBuffer: 4 } })
+    const { url } = await open({ events: { subscriberBuffer: 4 } })
     const watch = await nodeStream(url, "stream/watch", {})
     doors.onCleanup(() => watch.destroy())
     expect((await readUntil(watch.events, () => true))[0]!.event).toBe("connection-ack")

@@ -378,7 +378,7 @@ describe("message/send", () => {
   })
 
   it("under queue answers rejected once the queue is full", async () => {
-    const { url } = await open({ registry: { queueDepth: 1, maxActive: 1 } })
+    const { url } = await open({ tasks: { queueDepth: 1, maxActive: 1 } })
     const running = await sendRef(url, "/forever")
     await waitForState(url, running.id, ["working"])
     const queued = await sendRef(url, "/complete queued")
@@ -513,7 +513,7 @@ describe("tasks/cancel", () => {
   })
 
   it("a task canceled while queued never starts", async () => {
-    const { url } = await open({ registry: { maxActive: 1 } })
+    const { url } = await open({ tasks: { maxActive: 1 } })
     const watch = await nodeStream(url, "stream/watch", {})
     const first = await sendRef(url, "/forever")
     await waitForState(url, first.id, ["working"])
@@ -581,7 +581,7 @@ describe("tasks/cancel", () => {
 
 describe("session/stop", () => {
   it("cancels every live task and answers canceled, residue and session_id", async () => {
-    const { url, sessionId } = await open({ registry: { maxActive: 2 } })
+    const { url, sessionId } = await open({ tasks: { maxActive: 2 } })
     const detach = await sendRef(url, "/detach tail -f log")
     await waitForState(url, detach.id, ["completed"])
     const a = await sendRef(url, "/forever")

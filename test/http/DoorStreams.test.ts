@@ -317,7 +317,7 @@ describe("stream/watch", () => {
   })
 
   it("sends a gap frame when the cursor's frames were evicted, or when the cursor is ahead", async () => {
-    const { url } = await open({ eventLog: { capacity: 8 } })
+    const { url } = await open({ events: { capacity: 8 } })
     const task = await sendRef(url, "/stream 10 2")
     await waitForState(url, task.id, ["completed"])
     const lastId = await doors.door!.run(doors.door!.log.lastId())
@@ -383,7 +383,7 @@ describe("stream/watch", () => {
   })
 
   it("sends a lagged notice with the count of missed frames to a slow consumer", async () => {
-    const { url } = await open({ eventLog: { subscriberBuffer: 4, capacity: 64 } })
+    const { url } = await open({ events: { subscriberBuffer: 4, capacity: 64 } })
     const watch = await stream(url, "stream/watch", {})
     await readUntil(watch.events, () => true) // the ack; then stop reading
     // Large frames fill the socket buffers, so the server blocks on the stream and the

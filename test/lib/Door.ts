@@ -3,9 +3,12 @@
  * fetch-based JSON-RPC and SSE helpers.
  */
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { ScriptedSessionLive, type SessionOptions } from "../../src/layers/Main.js"
+import * as CapsuleRuntime from "../../src/CapsuleRuntime.js"
+import * as Door from "../../src/Door.js"
+import { withCapsule } from "../../src/layers/Session.js"
+import type { Capsule } from "../../src/services/Capsule.js"
 import { DelegationTracker } from "../../src/services/DelegationTracker.js"
-import type { ScriptedCapsuleConfig } from "../../src/services/EchoCapsule.js"
+import type { EchoConfig } from "../../src/services/EchoCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
@@ -25,16 +28,16 @@ export interface OpenDoor {
   readonly close: () => Promise<void>
 }
 
-export type DoorOptions = SessionOptions & { readonly scripted?: Partial<ScriptedCapsuleConfig> }
+export type DoorOptions = CapsuleRuntime.Options & { readonly door?: Partial<Door.Settings>; readonly scripted?: Partial<EchoConfig> }
 
 export const openDoor = async (options: DoorOptions = {}): Promise<OpenDoor> => {
   const scope = Effect.runSync(Scope.make())
-  const layer = ScriptedSessionLive({
-    ...options,
-    door: { acceptance: "queue", ...options.door },
-    registry: { queueDepth: 16, maxActive: 4, ...options.registry },
-    scripted: { echoMs: 100, ...options.scripted }
-  })
+  const { door, scripted, ...session } = options
+  const settings: Partial<Door.Settings> = { acceptance: "queue", ...door }
+  const layer = Door.layer(
+    CapsuleRuntime.layerEcho({ ...session, tasks: { queueDepth: 16, maxActive: 4, ...session.tasks }, echoMs: 100, ...scripted }),
+    settings
+  ).pipe(Layer.provide(Door.layerServer(settings)))
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const identity = Context.get(context, SessionIdentity)
   let closed = false
@@ -182,4 +185,13 @@ export const waitForState = async (url: string, taskId: string, states: Readonly
     await sleep(20)
   }
   throw new Error(`task ${taskId} did not reach ${states.join("|")} within ${timeoutMs} ms`)
+}
+
+/** A session around `capsule` behind a door on its own server (127.0.0.1, any free port): what `serve` composes. */
+export const servedCapsule = <E, R>(
+  capsule: Layer.Layer<Capsule, E, R>,
+  options: CapsuleRuntime.Options & { readonly door?: Partial<Door.Settings> } = {}
+) => {
+  const { door, ...session } = options
+  return Door.layer(withCapsule(capsule, session), door).pipe(Layer.provide(Door.layerServer(door)))
 }

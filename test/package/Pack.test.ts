@@ -48,8 +48,8 @@ describe("the packed package", () => {
     const manifest = JSON.parse(readFileSync(join(project, "node_modules", "capsule-runtime", "package.json"), "utf8"))
     assert.isUndefined(manifest.private)
     assert.strictEqual(manifest.peerDependencies.effect.startsWith("^3."), true)
-    const probe = await node(["--input-type=module", "-e", "const m = await import('capsule-runtime'); const c = await import('capsule-runtime/cli'); console.log(typeof m.SessionLive, typeof c.cli)"])
-    assert.strictEqual(probe.stdout.trim(), "function function")
+    const probe = await node(["--input-type=module", "-e", "const m = await import('capsule-runtime'); const c = await import('capsule-runtime/cli'); console.log(typeof m.Door.layer, typeof m.CapsuleRuntime.layerDirectory, typeof c.cli)"])
+    assert.strictEqual(probe.stdout.trim(), "function function function")
   })
 
   it("typechecks the consumer programs strictly against the installed types", async () => {
@@ -59,7 +59,7 @@ describe("the packed package", () => {
     assert.isTrue(existsSync(join(project, "out", "OwnCapsule.js")))
   })
 
-  it("(a) composes SessionLive with its own Capsule and drives a task over HTTP", async () => {
+  it("(a) puts a capsule of its own behind Door.layer on the runtime's server and drives a task over HTTP", async () => {
     const { stdout } = await node(["out/OwnCapsule.js"])
     const report = JSON.parse(stdout.trim().split("\n").at(-1)!)
     assert.strictEqual(report.card, "greeter")
@@ -68,18 +68,29 @@ describe("the packed package", () => {
     assert.strictEqual(report.retained, 1)
   })
 
-  it("(b) mounts two sessions' doors under two prefixes of one host router on one server", async () => {
-    const { stdout } = await node(["out/TwoDoors.js"])
+  it("(b) serves a capsule directory on the runtime's server, as `serve <dir>` does", async () => {
+    const { stdout } = await node(["out/Directory.js"], 60_000)
     const report = JSON.parse(stdout.trim().split("\n").at(-1)!)
-    assert.strictEqual(report.health, "ok")
-    assert.deepStrictEqual(report.cards.map((card: { name: string }) => card.name), ["alpha", "beta"])
-    assert.match(report.cards[0].url, /^http:\/\/127\.0\.0\.1:\d+\/alpha\/$/)
-    assert.match(report.cards[1].url, /^http:\/\/127\.0\.0\.1:\d+\/beta\/$/)
-    assert.deepStrictEqual(report.tasks.map((task: { status: { state: string } }) => task.status.state), ["completed", "completed"])
-    assert.include(JSON.stringify(report.tasks[1]), "Hello, Ada, from beta!")
+    assert.strictEqual(report.card, "hello")
+    assert.match(report.url, /^http:\/\/127\.0\.0\.1:\d+\/$/)
+    assert.strictEqual(report.task.status.state, "completed")
+    assert.include(JSON.stringify(report.task), "Ada")
   })
 
-  it("(c) runs the shipped example through the installed bin", async () => {
+  it("(c) mounts doors (own capsules, a directory, the echo capsule) at paths of the host's router beside its own route, on its server", async () => {
+    const { stdout } = await node(["out/TwoDoors.js"], 60_000)
+    const report = JSON.parse(stdout.trim().split("\n").at(-1)!)
+    assert.strictEqual(report.health, "ok")
+    assert.deepStrictEqual(report.cards.map((card: { name: string }) => card.name), ["alpha", "beta", "hello", "scripted-echo"])
+    assert.match(report.cards[0].url, /^http:\/\/127\.0\.0\.1:\d+\/alpha\/$/)
+    assert.match(report.cards[1].url, /^http:\/\/127\.0\.0\.1:\d+\/beta\/$/)
+    assert.match(report.cards[2].url, /^http:\/\/127\.0\.0\.1:\d+\/agents\/hello\/$/)
+    assert.deepStrictEqual(report.tasks.map((task: { status: { state: string } }) => task.status.state), ["completed", "completed", "completed"])
+    assert.include(JSON.stringify(report.tasks[1]), "Hello, Ada, from beta!")
+    assert.include(JSON.stringify(report.tasks[2]), "Ada")
+  })
+
+  it("(d) runs the shipped example through the installed bin", async () => {
     const { stdout } = await run("npx", ["--no-install", "capsule-runtime", "run", "node_modules/capsule-runtime/examples/hello", "--task", "Ada"], {
       cwd: project,
       timeout: 60_000

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { SessionLive } from "../../src/layers/Main.js"
+import { servedCapsule } from "../lib/Door.js"
 import { loadProject } from "../../src/project/CapsuleProject.js"
 import { Sandbox } from "../../src/sandbox/Sandbox.js"
 import { ScriptCapsule } from "../../src/script/ScriptCapsule.js"
@@ -66,9 +66,9 @@ const serveScript = async (
       Effect.provide(sandboxContext)
     )
   )
-  const session = SessionLive(ScriptCapsule.layer(prepared), {
+  const session = servedCapsule(ScriptCapsule.layer(prepared), {
     door: { acceptance: "queue" },
-    registry: { maxActive: 1, queueDepth: 8 },
+    tasks: { maxActive: 1, queueDepth: 8 },
     runner
   }).pipe(Layer.provide(Layer.succeedContext(sandboxContext)))
   const context = await build(session)

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Context, Effect, Either, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { SessionLive } from "../../src/layers/Main.js"
+import { servedCapsule } from "../lib/Door.js"
 import { loadProject } from "../../src/project/CapsuleProject.js"
 import { ScriptCapsule } from "../../src/script/ScriptCapsule.js"
 import { type PreparedScript, prepareScript, runScriptOnce } from "../../src/script/ScriptLaunch.js"
@@ -87,9 +87,9 @@ describe("a script capsule's trace.jsonl", () => {
     const { dir, env } = await sender(peer)
     const { build, close, sandboxContext } = await inProcessSandbox(env, cleanups)
     const prepared = await prepare(dir, env, sandboxContext)
-    const session = SessionLive(ScriptCapsule.layer(prepared), {
+    const session = servedCapsule(ScriptCapsule.layer(prepared), {
       door: { acceptance: "queue" },
-      registry: { maxActive: 1, queueDepth: 8 }
+      tasks: { maxActive: 1, queueDepth: 8 }
     }).pipe(Layer.provide(Layer.succeedContext(sandboxContext)))
     const url = Context.get(await build(session), SessionIdentity).url
 

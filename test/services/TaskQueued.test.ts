@@ -6,9 +6,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Tracer } from "effect"
-import { servicesLayer } from "../../src/layers/Main.js"
+import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, type TaskInput } from "../../src/services/Capsule.js"
-import { scriptedInfo } from "../../src/services/EchoCapsule.js"
+import { echoInfo } from "../../src/services/EchoCapsule.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
 import { TaskRunner } from "../../src/services/TaskRunner.js"
 
@@ -55,7 +55,7 @@ describe("TaskRunner: the queued phase", () => {
     const seen = new Map<string, number | undefined>()
     const release = Effect.runSync(Deferred.make<void>())
     const capsule = Layer.succeed(Capsule, Capsule.of({
-      info: scriptedInfo,
+      info: echoInfo,
       run: (input: TaskInput) =>
         Effect.sync(() => seen.set(input.text, input.queuedMs)).pipe(
           Effect.zipRight(input.text === "first" ? Deferred.await(release) : Effect.void),
@@ -98,7 +98,7 @@ describe("TaskRunner: the queued phase", () => {
       const execute = ended.find((s) => s.name === "TaskRunner.execute" && s.attributes.get("taskId") === second)!
       assert.isAtMost(Number(span.end - execute.start) / 1e6, 1)
     }).pipe(
-      Effect.provide(servicesLayer(capsule, { door: { acceptance: "queue" }, registry: { queueDepth: 8, maxActive: 1 } })),
+      Effect.provide(servicesLayer(capsule, { tasks: { acceptance: "queue", queueDepth: 8, maxActive: 1 } })),
       Effect.withTracer(recordingTracer(ended))
     )
   })

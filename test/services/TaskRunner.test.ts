@@ -1,17 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Layer, Stream, TestClock } from "effect"
 import * as fc from "fast-check"
-import { servicesLayer } from "../../src/layers/Main.js"
+import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 import { EventLog } from "../../src/services/EventLog.js"
-import { ScriptedCapsule, scriptedInfo } from "../../src/services/EchoCapsule.js"
+import { EchoCapsule, echoInfo } from "../../src/services/EchoCapsule.js"
 import type { Message } from "../../src/services/Task.js"
 import type { Frame } from "../../src/services/TaskEvent.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
 import { TaskRunner } from "../../src/services/TaskRunner.js"
 
-const info: CapsuleInfo = { ...scriptedInfo, name: "test" }
+const info: CapsuleInfo = { ...echoInfo, name: "test" }
 
 const message = (text: string): Message => ({ role: "user", messageId: `m-${text}`, parts: [{ kind: "text", text }] })
 
@@ -26,8 +26,7 @@ const capsuleLayer = (run: (input: TaskInput, io: TaskIO) => Effect.Effect<{ rea
 
 const session = <R>(capsule: Layer.Layer<Capsule, never, R>, maxActive = 4, inputTimeoutMs?: number) =>
   servicesLayer(capsule, {
-    door: { acceptance: "queue" },
-    registry: { queueDepth: 16, maxActive },
+    tasks: { acceptance: "queue", queueDepth: 16, maxActive },
     runner: inputTimeoutMs === undefined ? {} : { inputTimeoutMs }
   })
 
@@ -98,7 +97,7 @@ describe("TaskRunner", () => {
       assert.strictEqual((yield* runner.cancel(u.id))._tag, "Canceled")
       assert.strictEqual((yield* runner.cancel(u.id))._tag, "AlreadyCanceled")
       assert.strictEqual((yield* Effect.flip(runner.cancel("tsk_unknown")))._tag, "TaskNotFound")
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 })))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 })))))
 
   it.effect("cancel reports the residue: detached work and delegations keep running", () =>
     Effect.gen(function*() {
@@ -120,7 +119,7 @@ describe("TaskRunner", () => {
         }])
       }
       assert.strictEqual((yield* detached.list()).length, 1)
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 })))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 })))))
 
   it.effect("stop cancels every live task, sorted; a second stop cancels nothing", () =>
     Effect.gen(function*() {
@@ -132,7 +131,7 @@ describe("TaskRunner", () => {
       assert.deepStrictEqual(stopped.canceled, [...ids].sort())
       assert.strictEqual(yield* runner.running(), 0)
       assert.deepStrictEqual((yield* runner.stop()).canceled, [])
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 }), 2))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 }), 2))))
 
   it.effect("request-input: the task waits in input-required and a follow-up resumes it", () =>
     Effect.gen(function*() {
@@ -148,7 +147,7 @@ describe("TaskRunner", () => {
       assert.strictEqual(done.response, "you said: Ada")
       assert.deepStrictEqual(statuses(yield* framesOf(t.id)), ["working", "input-required", "working", "completed!"])
       assert.deepStrictEqual(done.history.map((m) => m.role), ["user", "user", "agent"])
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 })))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 })))))
 
   it.effect("a follow-up that arrives before the task asks is kept for its next request-input", () =>
     Effect.gen(function*() {
@@ -160,7 +159,7 @@ describe("TaskRunner", () => {
       assert.strictEqual(early.state, "working")
       yield* TestClock.adjust("1 second")
       assert.strictEqual((yield* registry.awaitSettled(t.id)).state, "completed")
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 })))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 })))))
 
   it.effect("input_timeout fails a task that waits too long", () =>
     Effect.gen(function*() {
@@ -171,7 +170,7 @@ describe("TaskRunner", () => {
       yield* TestClock.adjust("5 seconds")
       const failed = yield* until(registry.get(t.id), (task) => task.state === "failed")
       assert.strictEqual(failed.statusMessage, "input-timeout")
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 }), 4, 5_000))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 }), 4, 5_000))))
 
   it.effect("the capsule sees an input timeout as a CapsuleFailure whose reason is InputTimeout", () =>
     Effect.gen(function*() {
@@ -201,7 +200,7 @@ describe("TaskRunner", () => {
       assert.deepStrictEqual([failed.state, failed.statusMessage], ["failed", "broken tool"])
       const died = yield* registry.awaitSettled((yield* submit(runner, "/die")).id)
       assert.deepStrictEqual([died.state, died.statusMessage], ["failed", "internal error"])
-    }).pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 })))))
+    }).pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 })))))
 
   it.effect("closing the session layer cancels live tasks", () =>
     Effect.gen(function*() {
@@ -241,7 +240,7 @@ describe("TaskRunner (property)", () => {
           const stats = yield* registry.stats()
           return (yield* runner.running()) === stats.active
         })
-        return Effect.runPromise(program.pipe(Effect.provide(session(ScriptedCapsule.layer({ echoMs: 0 }), 3))))
+        return Effect.runPromise(program.pipe(Effect.provide(session(EchoCapsule.layer({ echoMs: 0 }), 3))))
       }),
       { numRuns: 60 }
     )

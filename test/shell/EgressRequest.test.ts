@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest"
 import { specialRange } from "../../src/shell/egress/AddressRange.js"
 import { addressRefusal } from "../../src/shell/egress/EgressPolicy.js"
 import { headEnd, parseRequest } from "../../src/shell/egress/EgressRequest.js"
-import { parseAllowList } from "../../src/sandbox/grants/NetworkPolicy.js"
+import { parseAllowList } from "../../src/project/NetworkPolicy.js"
 
 const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/)
 const hostName = fc.array(label, { minLength: 1, maxLength: 3 }).map((labels) => labels.join("."))

@@ -21,7 +21,7 @@ import type { EgressLimits, Resolve } from "../../src/shell/egress/EgressProxy.j
 import type { EgressFields } from "../../src/records/TraceEvents.js"
 import { ShellEgress } from "../../src/shell/egress/ShellEgress.js"
 import type { Capabilities } from "../../src/project/manifest/Capabilities.js"
-import { parseAllowList } from "../../src/sandbox/grants/NetworkPolicy.js"
+import { parseAllowList } from "../../src/project/NetworkPolicy.js"
 import { Shell, type ShellOutcome } from "../../src/shell/Shell.js"
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 

@@ -21,7 +21,7 @@ const INERT_ON_ENTRY = "is inert on an artifact entry: the grant applies capsule
 const ENTRY_CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "": enforced("src/sandbox/grants/Grants.ts (toolGrant)"),
   "network": enforced("src/sandbox/grants/Grants.ts (toolGrant narrows the ceiling)"),
-  "network.allow[]": enforced("src/sandbox/grants/NetworkPolicy.ts (narrow)"),
+  "network.allow[]": enforced("src/project/NetworkPolicy.ts (narrow)"),
   "network.unix_sockets": warned(INERT_ON_ENTRY),
   "peer_fetch": warned(INERT_ON_ENTRY),
   "peer_fetch.allow[]": warned(INERT_ON_ENTRY),

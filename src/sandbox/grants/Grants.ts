@@ -13,7 +13,7 @@ import type { GuestGrant } from "../GuestJob.js"
 import type { CapsuleManifest } from "../../project/Manifest.js"
 import type { ArtifactEntry } from "../../project/manifest/ArtifactEntry.js"
 import { effectiveLimits } from "../../project/manifest/Capabilities.js"
-import { narrow, type NetworkRule, parseAllowList } from "./NetworkPolicy.js"
+import { narrow, type NetworkRule, parseAllowList } from "../../project/NetworkPolicy.js"
 import { ProjectError } from "../../project/ProjectError.js"
 import * as WorkdirFs from "../../records/WorkdirFs.js"
 

@@ -14,7 +14,7 @@ import * as shimClocks from "@bytecodealliance/preview2-shim/clocks"
 import * as shimFilesystem from "@bytecodealliance/preview2-shim/filesystem"
 import * as shimHttp from "@bytecodealliance/preview2-shim/http"
 import type { GuestGrant } from "../GuestJob.js"
-import { matchRequest } from "../grants/NetworkMatch.js"
+import { matchRequest } from "../../project/NetworkMatch.js"
 import { isGatewayRequest, sendThroughGateway } from "./GatewayRewrite.js"
 import { confine } from "./GuestFs.js"
 

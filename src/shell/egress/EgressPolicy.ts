@@ -8,7 +8,7 @@
  * passed, never re-resolving the name.
  */
 import { isIP } from "node:net"
-import { allows, type NetworkRule } from "../../sandbox/grants/NetworkMatch.js"
+import { allows, type NetworkRule } from "../../project/NetworkMatch.js"
 import { specialRange } from "./AddressRange.js"
 import type { EgressTarget } from "./EgressRequest.js"
 

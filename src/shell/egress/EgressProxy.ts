@@ -12,7 +12,7 @@
 import { chmodSync, unlinkSync } from "node:fs"
 import { connect, createServer, type Socket } from "node:net"
 import { lookup } from "node:dns/promises"
-import type { NetworkRule } from "../../sandbox/grants/NetworkMatch.js"
+import type { NetworkRule } from "../../project/NetworkMatch.js"
 import type { EgressFields } from "../../records/TraceEvents.js"
 import { addressRefusal, literalAddress, nameAllowed } from "./EgressPolicy.js"
 import { type EgressTarget, headEnd, parseRequest } from "./EgressRequest.js"

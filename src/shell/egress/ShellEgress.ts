@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Context, Effect, Layer, Runtime, Schema } from "effect"
 import { EGRESS_PORT } from "../containment/EgressRelay.js"
-import type { NetworkRule } from "../../sandbox/grants/NetworkMatch.js"
+import type { NetworkRule } from "../../project/NetworkMatch.js"
 import type { EgressFields } from "../../records/TraceEvents.js"
 import {
   type CommandEndpoint,

@@ -1,7 +1,7 @@
-// (a) A host composes SessionLive with its own Capsule and drives a task over HTTP.
+// (a) A capsule of your own: the session services around your `Capsule` layer, behind a door on the runtime's server.
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect } from "effect"
-import { SessionIdentity, SessionLive, TaskRegistry } from "capsule-runtime"
+import { Console, Effect, Layer } from "effect"
+import { CapsuleRuntime, Door, SessionIdentity, TaskRegistry } from "capsule-runtime"
 import { Greeter, sendTask } from "./Greeter.js"
 
 const program = Effect.gen(function*() {
@@ -12,4 +12,8 @@ const program = Effect.gen(function*() {
   yield* Console.log(JSON.stringify({ card: identity.card.name, url: identity.url, task, retained: stats.retained }))
 })
 
-program.pipe(Effect.provide(SessionLive(Greeter("greeter"), { door: { port: 0 } })), NodeRuntime.runMain)
+const Session = Door.layer(CapsuleRuntime.layer({ tasks: { acceptance: "queue" } }).pipe(Layer.provide(Greeter("greeter")))).pipe(
+  Layer.provide(Door.layerServer({ port: 0 }))
+)
+
+program.pipe(Effect.provide(Session), NodeRuntime.runMain)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import { matchRequest, requestTarget, ruleMatches } from "../../src/sandbox/grants/NetworkMatch.js"
+import { matchRequest, requestTarget, ruleMatches } from "../../src/project/NetworkMatch.js"
 import {
   checkPeerUrl,
   covers,
@@ -11,7 +11,7 @@ import {
   parseAllowList,
   parseAllowRule,
   peerUrlTarget
-} from "../../src/sandbox/grants/NetworkPolicy.js"
+} from "../../src/project/NetworkPolicy.js"
 
 const rule = (entry: string): NetworkRule => Either.getOrThrow(parseAllowRule(entry))
 const rules = (...entries: Array<string>): ReadonlyArray<NetworkRule> => entries.map(rule)

@@ -16,7 +16,7 @@ import {
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Deferred, Effect, Exit, Fiber, FiberId, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import * as NodeDoorAdapter from "../../src/http/NodeDoorAdapter.js"
+import * as NodeDoorAdapter from "../../src/layers/NodeDoorAdapter.js"
 
 interface Served {
   readonly url: string

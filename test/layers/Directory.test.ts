@@ -1,5 +1,5 @@
 /**
- * `CapsuleSessionLive(dir)`, the public layer for a capsule directory: examples/hello (an agent
+ * `CapsuleRuntime.layerDirectory(dir)` behind `Door.layer`, the public layers for a capsule directory: examples/hello (an agent
  * capsule) served on 127.0.0.1:0 in process, one task driven over HTTP, the session's services
  * read from the layer's context. Needs `npm run build` (the shipped guests and the worker).
  */
@@ -7,12 +7,12 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { CapsuleSessionLive, SessionIdentity, TaskRegistry } from "../../src/index.js"
+import { Effect, Layer } from "effect"
+import { CapsuleRuntime, Door, SessionIdentity, TaskRegistry } from "../../src/index.js"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 
-describe("CapsuleSessionLive", () => {
+describe("CapsuleRuntime.layerDirectory", () => {
   it.live("serves an agent capsule directory: its card, and one task end to end", () => {
     const workdir = mkdtempSync(join(tmpdir(), "capsule-session-"))
     return Effect.gen(function*() {
@@ -35,7 +35,10 @@ describe("CapsuleSessionLive", () => {
       const task = yield* (yield* TaskRegistry).get(reply.result.id)
       assert.include(JSON.stringify(task.artifacts), "Ada")
     }).pipe(
-      Effect.provide(CapsuleSessionLive(join(ROOT, "examples", "hello"), { workdir })),
+      Effect.provide(Door.layer(CapsuleRuntime.layerDirectory(join(ROOT, "examples", "hello"), { workdir })).pipe(
+        Layer.provide(Door.layerServer()),
+        Layer.provide(CapsuleRuntime.layerHost)
+      )),
       Effect.ensuring(Effect.sync(() => rmSync(workdir, { recursive: true, force: true })))
     )
   }, 30_000)

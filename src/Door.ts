@@ -1,0 +1,114 @@
+/**
+ * The A2A door a session is reached through: the agent card, JSON-RPC on `POST /` and the
+ * resource planes. Serve a session on the runtime's hardened Node server (`layer` with
+ * `layerServer`), or mount it at a path of your own `HttpLayerRouter` (`layerHttpRouter`).
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http"
+ * import { HttpLayerRouter } from "@effect/platform"
+ * import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+ * import { Layer } from "effect"
+ * import { CapsuleRuntime, Door } from "capsule-runtime"
+ *
+ * // Two capsules beside the host's own routes, on the host's own server.
+ * HttpLayerRouter.serve(Layer.mergeAll(
+ *   Door.layerHttpRouter(CapsuleRuntime.layerDirectory("./hello"), { path: "/agents/hello" }),
+ *   Door.layerHttpRouter(CapsuleRuntime.layerEcho(), { path: "/agents/echo" })
+ * )).pipe(
+ *   Layer.provide(CapsuleRuntime.layerHost),
+ *   Layer.provide(NodeHttpServer.layer(createServer, { port: 3000 })),
+ *   Layer.launch,
+ *   NodeRuntime.runMain
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ */
+import type { HttpApp, HttpLayerRouter, HttpServer } from "@effect/platform"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import type { Effect, Layer, Scope } from "effect"
+import { makeDoorApp } from "./http/Door.js"
+import { DoorConfig, type DoorSettings } from "./http/DoorConfig.js"
+import * as server from "./layers/DoorServer.js"
+import type { Session } from "./layers/Session.js"
+import type { DoorAddress } from "./services/DoorAddress.js"
+
+/**
+ * The door's settings: bind address, body and header limits, read timeouts, stream limits,
+ * the door's task acceptance and its credentials.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Settings = DoorSettings
+
+/**
+ * The settings a door serves with (what `layer` and `layerHttpRouter` were given).
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export { DoorConfig }
+
+/**
+ * The door's principals for `Settings.credentials`: the operator token, a tokens file with
+ * scopes (and its reload), and the `delegations` token children get. A refused file is a
+ * `DoorTokensRefused` (`E-RUN-040`).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export { DoorTokensRefused, makeDoorCredentials as makeCredentials } from "./http/DoorCredentials.js"
+
+/**
+ * What `makeCredentials` returns.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type { DoorCredentials as Credentials } from "./http/DoorCredentials.js"
+
+/**
+ * A session behind a door on the `HttpServer` in context, at `/`: provides the session's
+ * services, the `DoorAddress` it is reached at and the door's settings. Released, the door
+ * refuses new tasks, cancels the live ones and closes the event log before the server closes.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer: <E, R>(
+  session: Layer.Layer<Session, E, R>,
+  settings?: Partial<Settings>
+) => Layer.Layer<Session | DoorAddress | DoorConfig, E, HttpServer.HttpServer | Exclude<Exclude<R, DoorAddress>, DoorConfig>> = server.serveDoor
+
+/**
+ * A session's door mounted at `options.path` of the host's `HttpLayerRouter`, on the host's
+ * `HttpServer`: requests under the path reach the door with the prefix taken off, and the
+ * card's URL names the path.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerHttpRouter: <E, R>(
+  session: Layer.Layer<Session, E, R>,
+  options: { readonly path: `/${string}` } & Partial<Settings>
+) => Layer.Layer<never, E, HttpLayerRouter.HttpRouter | HttpServer.HttpServer | Exclude<Exclude<R, DoorAddress>, DoorConfig>> = server.mountedDoor
+
+/**
+ * The door as an `HttpApp`, for a host that mounts it itself (`HttpRouter.mountApp`); the
+ * session ends when the enclosing scope closes.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const router: Effect.Effect<HttpApp.Default<unknown, never>, never, Scope.Scope | Session | DoorConfig> = makeDoorApp
+
+/**
+ * The runtime's own Node HTTP server, with the door's header limits and read timeouts, bound at
+ * `settings.host`:`settings.port` (default 127.0.0.1, any free port).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerServer: (settings?: Partial<Settings>) => Layer.Layer<HttpServer.HttpServer, ServeError> = server.layerServer

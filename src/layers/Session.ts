@@ -1,0 +1,75 @@
+/**
+ * Composition only: a session's services around a capsule (registry, event log, residue sources,
+ * runner and the identity it advertises), with the one `Options` shape every kind of session
+ * takes. The door that serves a session is `./DoorServer.ts` and `../http/Door.ts`; what picks
+ * the capsule is the caller (`./Directory.ts`, `EchoCapsule`, a host's own layer).
+ */
+import { Effect, Layer } from "effect"
+import { DoorConfig, type DoorSettings, defaultDoorSettings } from "../http/DoorConfig.js"
+import { credentialsOf } from "../http/DoorCredentials.js"
+import { Capsule } from "../services/Capsule.js"
+import { DelegationTracker } from "../services/DelegationTracker.js"
+import { DetachedRegistry } from "../services/DetachedRegistry.js"
+import type { DoorAddress } from "../services/DoorAddress.js"
+import { EventLog, type EventLogConfig } from "../services/EventLog.js"
+import { SessionIdentity } from "../services/SessionIdentity.js"
+import { TaskRegistry, type TaskRegistryConfig } from "../services/TaskRegistry.js"
+import { TaskRunner, type TaskRunnerConfig } from "../services/TaskRunner.js"
+
+/** What a session provides: its task services, its residue sources and who it is. */
+export type Session = TaskRegistry | TaskRunner | EventLog | SessionIdentity | DelegationTracker | DetachedRegistry
+
+/** A session's settings, the same for every kind of capsule. */
+export interface Options {
+  /** The session's `ses_` id, when the caller minted it already; else a new one. */
+  readonly sessionId?: string | undefined
+  /** The registry: acceptance (default: the door's), queue depth, concurrency, retention. */
+  readonly tasks?: Partial<TaskRegistryConfig> | undefined
+  readonly runner?: Partial<TaskRunnerConfig> | undefined
+  readonly events?: Partial<EventLogConfig> | undefined
+}
+
+/**
+ * Registry, event log, residue sources and runner around a capsule layer, which gets the residue
+ * sources (a capsule that delegates or detaches shell work reports it there). No door: the
+ * registry's acceptance is `options.tasks.acceptance`, else the registry's default.
+ */
+export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: Options = {}) => {
+  const residue = Layer.merge(DetachedRegistry.layer, DelegationTracker.layer)
+  const base = Layer.mergeAll(
+    TaskRegistry.layer(options.tasks),
+    EventLog.layer(options.events),
+    residue,
+    capsule.pipe(Layer.provide(residue))
+  )
+  return TaskRunner.layer(options.runner).pipe(Layer.provideMerge(base))
+}
+
+/**
+ * A session around a capsule layer. Reads the door's settings for the registry's default
+ * acceptance and for what the card advertises (streaming, bearer auth).
+ */
+export const withCapsule = <E, R>(
+  capsule: Layer.Layer<Capsule, E, R>,
+  options: Options = {}
+): Layer.Layer<Session, E, Exclude<R, DelegationTracker | DetachedRegistry> | DoorAddress | DoorConfig> =>
+  Layer.unwrapEffect(Effect.map(DoorConfig, (door) =>
+    SessionIdentity.layer({
+      streaming: door.acceptance !== "none",
+      bearer: !credentialsOf(door).open,
+      sessionId: options.sessionId
+    }).pipe(Layer.provideMerge(servicesLayer(capsule, { ...options, tasks: { acceptance: door.acceptance, ...options.tasks } })))))
+
+/** The session services around the `Capsule` in context (`CapsuleRuntime.layer`). */
+export const layer = (options: Options = {}): Layer.Layer<Session, never, Capsule | DoorAddress | DoorConfig> =>
+  withCapsule(Layer.service(Capsule), options)
+
+/**
+ * The door's settings as the door and the session share them: the credentials table is made
+ * once here, so the door and whoever composed the session hold the same one.
+ */
+export const doorConfigLayer = (settings: Partial<DoorSettings> = {}): Layer.Layer<DoorConfig> =>
+  Layer.sync(DoorConfig, () => {
+    const given: DoorSettings = { ...defaultDoorSettings, ...settings }
+    return { ...given, credentials: credentialsOf(given) }
+  })
