@@ -11,9 +11,9 @@
  * the paused one. docs/design.md, "Input", gives the reasoning.
  *
  * All operations are synchronous inside one `Effect.sync`, so each is atomic on the JS thread
- * without locks.
+ * without locks. Each change is then published on `changes`.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, PubSub, Schema, Stream } from "effect"
 import { mintId } from "./Ids.js"
 import {
   canTransition,
@@ -124,6 +124,12 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   readonly awaitSettled: (taskId: string) => Effect.Effect<Task, TaskNotFound>
   /** Waits until a task resumed from input-required holds a slot again (at once if it does). */
   readonly awaitSlot: (taskId: string) => Effect.Effect<void>
+  /**
+   * The task in the active slot as the stream starts (when there is one), then every task as it
+   * is accepted or changes. A reader that has fallen behind misses the oldest changes, never the
+   * newest: read the registry itself for the state to act on.
+   */
+  readonly changes: Stream.Stream<Task>
   /** Refuses every later task with reason `closing` (shutdown). */
   readonly close: () => Effect.Effect<void>
   /**
@@ -143,7 +149,7 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   }>
 }>() {
   static readonly layer = (config: Partial<TaskRegistryConfig> = {}) =>
-    Layer.sync(TaskRegistry, () => makeRegistry({ ...defaultRegistryConfig, ...config }))
+    Layer.effect(TaskRegistry, makeRegistry({ ...defaultRegistryConfig, ...config }))
 }
 
 // Transitions come in bursts (accept, start, finish within a millisecond): format each ms once.
@@ -158,7 +164,17 @@ const now = () => {
   return lastIso
 }
 
-export const makeRegistry = (config: TaskRegistryConfig) => {
+/**
+ * Changes a slow reader may hold before the oldest slide out. Sliding, not bounded: a transition
+ * must never wait on a reader (the runner and the door make them), and a reader that re-reads the
+ * registry on each change needs the newest one only.
+ */
+const changesCapacity = 256
+
+export const makeRegistry = (config: TaskRegistryConfig) => Effect.map(PubSub.sliding<Task>(changesCapacity), (published) => registryOver(config, published))
+
+const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>) => {
+  const publish = (task: Task) => Effect.as(PubSub.publish(published, task), task)
   const tasks = new Map<string, Task>()
   const lanes: Record<Lane, Array<string>> = { user: [], peer: [], bg: [] }
   const active = new Set<string>()
@@ -232,7 +248,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
   }
 
   const accept = (input: NewTask) =>
-    Effect.sync((): Acceptance => {
+    Effect.tap(Effect.sync((): Acceptance => {
       const refusal = canAccept()
       const task: Task = {
         id: mintId("tsk"),
@@ -259,7 +275,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       acceptedEver++
       lanes[task.lane].push(task.id)
       return { _tag: "Accepted", task }
-    })
+    }), ({ task }) => publish(task))
 
   const lookup = (taskId: string) => {
     const task = tasks.get(taskId)
@@ -317,7 +333,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
         notify(next)
       }
       if (isTerminal(next.state)) retire(next)
-      return Effect.succeed(next)
+      return publish(next)
     })
 
   const startNext = () =>
@@ -333,7 +349,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       active.add(taskId)
       lastStarted = taskId
       return Option.some(next)
-    })
+    }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: publish })))
 
   const live = () =>
     Effect.sync(() => {
@@ -367,6 +383,12 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
 
   const close = () => Effect.sync(() => void (closing = true))
 
+  // Subscribed before the active slot is read, so no change falls between the two.
+  const changes = Stream.unwrapScoped(Effect.map(PubSub.subscribe(published), (subscription) => {
+    const slot = lastStarted === undefined ? undefined : tasks.get(lastStarted)
+    return Stream.concat(slot === undefined ? Stream.empty : Stream.succeed(slot), Stream.fromQueue(subscription))
+  }))
+
   const stats = () =>
     Effect.sync(() => ({
       queued: queuedCount(),
@@ -378,5 +400,5 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       retainedBytes: finishedBytes
     }))
 
-  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, awaitSlot, close, stats })
+  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, awaitSlot, changes, close, stats })
 }
