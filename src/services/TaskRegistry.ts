@@ -125,9 +125,10 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   /** Waits until a task resumed from input-required holds a slot again (at once if it does). */
   readonly awaitSlot: (taskId: string) => Effect.Effect<void>
   /**
-   * The task in the active slot as the stream starts (when there is one), then every task as it
-   * is accepted or changes. A reader that has fallen behind misses the oldest changes, never the
-   * newest: read the registry itself for the state to act on.
+   * The task that changed last as the stream starts (when one has), then every task as it is
+   * accepted or changes. A reader that re-reads the registry on each element misses nothing:
+   * the first element comes after the stream subscribed. One that has fallen far behind misses
+   * the oldest changes, never the newest.
    */
   readonly changes: Stream.Stream<Task>
   /** Refuses every later task with reason `closing` (shutdown). */
@@ -174,7 +175,12 @@ const changesCapacity = 256
 export const makeRegistry = (config: TaskRegistryConfig) => Effect.map(PubSub.sliding<Task>(changesCapacity), (published) => registryOver(config, published))
 
 const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>) => {
-  const publish = (task: Task) => Effect.as(PubSub.publish(published, task), task)
+  let lastChanged: Task | undefined
+  const publish = (task: Task) =>
+    Effect.suspend(() => {
+      lastChanged = task
+      return Effect.as(PubSub.publish(published, task), task)
+    })
   const tasks = new Map<string, Task>()
   const lanes: Record<Lane, Array<string>> = { user: [], peer: [], bg: [] }
   const active = new Set<string>()
@@ -383,11 +389,9 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
 
   const close = () => Effect.sync(() => void (closing = true))
 
-  // Subscribed before the active slot is read, so no change falls between the two.
-  const changes = Stream.unwrapScoped(Effect.map(PubSub.subscribe(published), (subscription) => {
-    const slot = lastStarted === undefined ? undefined : tasks.get(lastStarted)
-    return Stream.concat(slot === undefined ? Stream.empty : Stream.succeed(slot), Stream.fromQueue(subscription))
-  }))
+  // Subscribed before the last change is read, so no change falls between the two (one may come twice).
+  const changes = Stream.unwrapScoped(Effect.map(PubSub.subscribe(published), (subscription) =>
+    Stream.concat(lastChanged === undefined ? Stream.empty : Stream.succeed(lastChanged), Stream.fromQueue(subscription))))
 
   const stats = () =>
     Effect.sync(() => ({

@@ -26,12 +26,12 @@ const sizedTask = (registry: TaskRegistry["Type"], size: number) =>
   })
 
 describe("TaskRegistry", () => {
-  it.scoped("changes: the task in the active slot first, then every acceptance and transition in order", () =>
+  it.scoped("changes: the task that changed last first, then every acceptance and transition in order", () =>
     Effect.gen(function*() {
       const registry = yield* TaskRegistry
       const first = yield* accepted(registry, "a")
       yield* registry.startNext()
-      // The first element (the slot) comes once the stream has subscribed.
+      // The first element (the last change) comes once the stream has subscribed.
       const subscribed = yield* Deferred.make<void>()
       const seen = yield* registry.changes.pipe(Stream.tap(() => Deferred.succeed(subscribed, void 0)), Stream.take(4), Stream.runCollect, Effect.fork)
       yield* Deferred.await(subscribed)
