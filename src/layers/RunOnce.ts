@@ -23,6 +23,7 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { type RunOutcome, SessionLifecycle } from "../services/SessionLifecycle.js"
 import type { Task } from "../services/Task.js"
 import { callerSpan } from "../services/Tracing.js"
+import { prepareScript, runScriptOnce } from "../script/ScriptLaunch.js"
 import { agentSession, type AgentSessionOptions } from "./AgentSession.js"
 import { publicDoorWarning } from "./DoorWarning.js"
 
@@ -38,7 +39,9 @@ export interface AgentRunOptions extends Omit<AgentSessionOptions, "acceptance">
 export class RunFailure extends Schema.TaggedError<RunFailure>()("RunFailure", {
   code: Schema.String,
   message: Schema.String,
-  workdir: Schema.optional(Schema.String)
+  workdir: Schema.optional(Schema.String),
+  /** A script guest's stderr, when it wrote any. */
+  stderr: Schema.optional(Schema.String)
 }) {}
 
 /** How the run's task ended, with what the caller prints about it. */
@@ -164,7 +167,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions, prin
     const outcome = yield* session.pipe(
       (effect) => parentTrace === undefined ? effect : Effect.withParentSpan(effect, parentTrace),
       // The child's report is built first and closed last: the spawner hears once the session has closed.
-      Effect.provide(SessionLifecycle.layer.pipe(Layer.provideMerge(Layer.fresh(agent.layer)), Layer.provideMerge(childReport))),
+      Effect.provide(Layer.fresh(SessionLifecycle.layer.pipe(Layer.provideMerge(agent.layer), Layer.provideMerge(childReport)))),
       Effect.catchTags({
         ServeError: (error) => new RunFailure({ code: "E-RUN-010", message: printer.bindFailure(error), workdir }),
         TraceWriteFailed: (error) => new RunFailure({ code: error.code, message: error.message, workdir })
@@ -175,4 +178,32 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions, prin
     }
     yield* printer.outcome(reportOf(outcome.task))
     return outcome.task
+  })
+
+/** Runs a script capsule's `run()` once, as the reference's `mur run` does; its workdir and records. */
+export const scriptRun = (
+  project: CapsuleProject,
+  options: { readonly sessionId: string; readonly workdir: string | undefined; readonly hostEnv: Readonly<Record<string, string | undefined>> },
+  warning: (text: string) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    const prepared = yield* prepareScript(project, options)
+    for (const text of prepared.warnings) yield* warning(text)
+    yield* runScriptOnce(prepared, {
+      inTask: false,
+      trust: "untrusted",
+      host: {
+        text: () => Effect.void,
+        thinking: () => Effect.void,
+        requestInput: () => Effect.fail({ message: "request-input is not available outside an A2A task context" })
+      }
+    }).pipe(Effect.mapError((error) =>
+      new RunFailure({
+        code: error._tag === "TraceWriteFailed" ? error.code : "E-RUN-001",
+        message: error.message,
+        workdir: prepared.workdir,
+        ...(error._tag === "SandboxError" && error.stderr !== undefined ? { stderr: error.stderr } : {})
+      })
+    ))
+    return { workdir: prepared.workdir, records: prepared.records }
   })
