@@ -2,17 +2,18 @@
  * `run <dir>`: runs a script capsule's `run()` once, like the reference's `mur run`: prints
  * `status:  ok` and `workdir: <path>` (exit 0), or the error code and message (exit 1). With
  * `--json`, the last stdout line is the `exit` event. An agent capsule runs one task with its
- * door listening (./AgentRun.ts).
+ * door listening (../layers/RunOnce.ts); what it says is here (./RunPrinter.ts).
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
 import { loadAnyProject } from "../project/CapsuleProject.js"
-import { prepareScript, runScriptOnce } from "../script/ScriptLaunch.js"
 import { defaultKeepSessions } from "../records/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
-import { agentRun, defaultIdleTimeoutSecs } from "./AgentRun.js"
+import { agentRun, defaultIdleTimeoutSecs, scriptRun } from "../layers/RunOnce.js"
 import { doorPort } from "./DoorPort.js"
+import { exitWith } from "./Exit.js"
+import { runPrinter } from "./RunPrinter.js"
 import { directoryFlag, existingArg, integerFlag, textFlag } from "./Flags.js"
 import { authToken, resolveAuthToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
@@ -48,38 +49,26 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
     if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
     if (loaded.kind === "agent") {
       const chosen = doorPort(options.port, loaded.project.manifest.network)
-      return yield* agentRun(loaded.project, {
+      const task = yield* agentRun(loaded.project, {
         sessionId,
         host: options.host,
         port: chosen.port,
-        portSource: chosen.source,
         maxBodyBytes: 1024 * 1024,
         retainTerminal: 1000,
         workdir: Option.getOrUndefined(options.workdir),
         hostEnv: hostEnv.env,
         authToken: Option.getOrUndefined(yield* resolveAuthToken(options.authToken)),
         task: Option.getOrUndefined(options.task),
-        idleTimeoutSecs: options.idleTimeout,
-        json: options.json
-      })
+        idleTimeoutSecs: options.idleTimeout
+      }, runPrinter({ json: options.json, host: options.host, port: chosen })).pipe(
+        Effect.catchTag("RunFailure", (failure) => reportLaunchFailure(failure.code, failure.message, options.json, failure.workdir))
+      )
+      if (task.state !== "completed") return yield* exitWith(1)
+      return
     }
-    const project = loaded.project
-    const prepared = yield* prepareScript(project, { sessionId, workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env })
-    for (const warning of prepared.warnings) yield* Console.error(warning)
-    const outcome = yield* runScriptOnce(prepared, {
-      inTask: false,
-      trust: "untrusted",
-      host: {
-        text: () => Effect.void,
-        thinking: () => Effect.void,
-        requestInput: () => Effect.fail({ message: "request-input is not available outside an A2A task context" })
-      }
-    }).pipe(Effect.either)
-    if (outcome._tag === "Left") {
-      const stderr = outcome.left._tag === "SandboxError" ? outcome.left.stderr : undefined
-      const code = outcome.left._tag === "TraceWriteFailed" ? outcome.left.code : "E-RUN-001"
-      return yield* reportLaunchFailure(code, outcome.left.message, options.json, prepared.workdir, stderr)
-    }
-    if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: prepared.workdir, records: prepared.records }))
-    else yield* Console.log(`status:  ok\nworkdir: ${prepared.workdir}`)
+    const ran = yield* scriptRun(loaded.project, { sessionId, workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env }, Console.error).pipe(
+      Effect.catchTag("RunFailure", (failure) => reportLaunchFailure(failure.code, failure.message, options.json, failure.workdir, failure.stderr))
+    )
+    if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: ran.workdir, records: ran.records }))
+    else yield* Console.log(`status:  ok\nworkdir: ${ran.workdir}`)
   }).pipe((effect) => launching(effect, options.json))).pipe(Command.withDescription("Run a capsule once: a script capsule's run(), or one agent task"))

@@ -270,7 +270,7 @@ const launch = (env: LauncherEnv, request: DelegationRequest, launch: Launch) =>
           maxDepth: options.maxDepth,
           input: "stdin"
         }),
-        // W3C trace context: the child's task continues this trace (src/cli/AgentRun.ts).
+        // W3C trace context: the child's task continues this trace (src/layers/RunOnce.ts).
         ...(traceHeaders.traceparent === undefined ? {} : { TRACEPARENT: traceHeaders.traceparent })
       }, { extendEnv: false }),
       Command.feed(encodeDelegationInput({ task: request.task, secret: launch.target.secret!, ...(launch.target.token === undefined ? {} : { token: launch.target.token }) }))

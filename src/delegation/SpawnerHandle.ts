@@ -8,7 +8,7 @@
  * This runtime's launcher adds the chain's depth (`depth`, the child's own: 1 for a direct child)
  * and its ceiling (`max_depth`), and `input: "stdin"`: the task, the parent door's token and the
  * delegation's completion secret arrive as one JSON document on the child's stdin
- * (../cli/DelegatedRun.ts), never in its environment or argv, which other local users can read
+ * (./ChildReport.ts), never in its environment or argv, which other local users can read
  * (`/proc/<pid>/environ` keeps the initial block, `/proc/<pid>/cmdline` is world-readable).
  */
 import { Either, ParseResult, Schema } from "effect"

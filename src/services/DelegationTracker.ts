@@ -13,20 +13,12 @@
  * deadline).
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, type Stream } from "effect"
 import { mintId } from "./Ids.js"
+import { type Delegation, makeLiveSet } from "./Residue.js"
 
 /** Delegations whose completion state a session remembers (open ones are never forgotten). */
 export const MAX_REMEMBERED = 4096
-
-export interface Delegation {
-  readonly delegation_id: string
-  readonly capsule: string
-  readonly version: string
-  readonly child_session_id: string
-  /** Relative to the parent's accessible workdir. */
-  readonly child_workdir: string
-}
 
 /** Why a `completion` was refused; the message is what its sender reads (JSON-RPC -32004). */
 export class CompletionRefused extends Schema.TaggedError<CompletionRefused>()("CompletionRefused", {
@@ -62,6 +54,8 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
   /** Every live delegation, sorted by `delegation_id`. */
   readonly list: () => Effect.Effect<ReadonlyArray<Delegation>>
   readonly remove: (delegationId: string) => Effect.Effect<boolean>
+  /** The live delegations now, then after every change (the run waits on it for its children). */
+  readonly changes: Stream.Stream<ReadonlyMap<string, Delegation>>
   /** A completion for `delegationId` will carry `secret`. */
   readonly expect: (delegationId: string, secret: string) => Effect.Effect<void>
   /** Takes the one completion of a delegation (until `settle`); refused unless open and proven. */
@@ -72,8 +66,8 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
   /** The delegation is over (its child ended and was dealt with): no completion is taken for it any more. */
   readonly finish: (delegationId: string) => Effect.Effect<void>
 }>() {
-  static readonly layer = Layer.sync(DelegationTracker, () => {
-    const items = new Map<string, Delegation>()
+  static readonly layer = Layer.effect(DelegationTracker, Effect.gen(function*() {
+    const items = yield* makeLiveSet<Delegation>()
     // Digests, so comparing is constant-time whatever length a forger sends.
     const expected = new Map<string, { readonly digest: Buffer; state: CompletionState }>()
     const digest = (secret: string) => createHash("sha256").update(secret).digest()
@@ -90,13 +84,13 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
     }
     return DelegationTracker.of({
       record: (delegation) =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
           const item: Delegation = { ...delegation, delegation_id: delegation.delegation_id ?? mintId("dlg") }
-          items.set(item.delegation_id, item)
-          return item
+          return items.add(item.delegation_id, item)
         }),
-      list: () => Effect.sync(() => [...items.values()].sort((a, b) => a.delegation_id < b.delegation_id ? -1 : 1)),
-      remove: (delegationId) => Effect.sync(() => items.delete(delegationId)),
+      list: items.list,
+      remove: items.remove,
+      changes: items.changes,
       expect: (delegationId, secret) =>
         Effect.sync(() => {
           expected.set(delegationId, { digest: digest(secret), state: { _tag: "Open" } })
@@ -124,5 +118,5 @@ export class DelegationTracker extends Context.Tag("capsule-runtime/services/Del
           if (entry !== undefined && entry.state._tag !== "Completed") entry.state = { _tag: "Completed", taskId: undefined }
         })
     })
-  })
+  }))
 }

@@ -11,9 +11,9 @@
  * the paused one. docs/design.md, "Input", gives the reasoning.
  *
  * All operations are synchronous inside one `Effect.sync`, so each is atomic on the JS thread
- * without locks.
+ * without locks. Each change is then published on `changes`.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, PubSub, Schema, Stream } from "effect"
 import { mintId } from "./Ids.js"
 import {
   canTransition,
@@ -124,6 +124,13 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   readonly awaitSettled: (taskId: string) => Effect.Effect<Task, TaskNotFound>
   /** Waits until a task resumed from input-required holds a slot again (at once if it does). */
   readonly awaitSlot: (taskId: string) => Effect.Effect<void>
+  /**
+   * The task that changed last as the stream starts (when one has), then every task as it is
+   * accepted or changes. A reader that re-reads the registry on each element misses nothing:
+   * the first element comes after the stream subscribed. One that has fallen far behind misses
+   * the oldest changes, never the newest.
+   */
+  readonly changes: Stream.Stream<Task>
   /** Refuses every later task with reason `closing` (shutdown). */
   readonly close: () => Effect.Effect<void>
   /**
@@ -143,7 +150,7 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   }>
 }>() {
   static readonly layer = (config: Partial<TaskRegistryConfig> = {}) =>
-    Layer.sync(TaskRegistry, () => makeRegistry({ ...defaultRegistryConfig, ...config }))
+    Layer.effect(TaskRegistry, makeRegistry({ ...defaultRegistryConfig, ...config }))
 }
 
 // Transitions come in bursts (accept, start, finish within a millisecond): format each ms once.
@@ -158,7 +165,22 @@ const now = () => {
   return lastIso
 }
 
-export const makeRegistry = (config: TaskRegistryConfig) => {
+/**
+ * Changes a slow reader may hold before the oldest slide out. Sliding, not bounded: a transition
+ * must never wait on a reader (the runner and the door make them), and a reader that re-reads the
+ * registry on each change needs the newest one only.
+ */
+const changesCapacity = 256
+
+export const makeRegistry = (config: TaskRegistryConfig) => Effect.map(PubSub.sliding<Task>(changesCapacity), (published) => registryOver(config, published))
+
+const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>) => {
+  let lastChanged: Task | undefined
+  const publish = (task: Task) =>
+    Effect.suspend(() => {
+      lastChanged = task
+      return Effect.as(PubSub.publish(published, task), task)
+    })
   const tasks = new Map<string, Task>()
   const lanes: Record<Lane, Array<string>> = { user: [], peer: [], bg: [] }
   const active = new Set<string>()
@@ -232,7 +254,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
   }
 
   const accept = (input: NewTask) =>
-    Effect.sync((): Acceptance => {
+    Effect.tap(Effect.sync((): Acceptance => {
       const refusal = canAccept()
       const task: Task = {
         id: mintId("tsk"),
@@ -259,7 +281,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       acceptedEver++
       lanes[task.lane].push(task.id)
       return { _tag: "Accepted", task }
-    })
+    }), ({ task }) => publish(task))
 
   const lookup = (taskId: string) => {
     const task = tasks.get(taskId)
@@ -317,7 +339,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
         notify(next)
       }
       if (isTerminal(next.state)) retire(next)
-      return Effect.succeed(next)
+      return publish(next)
     })
 
   const startNext = () =>
@@ -333,7 +355,7 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       active.add(taskId)
       lastStarted = taskId
       return Option.some(next)
-    })
+    }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: publish })))
 
   const live = () =>
     Effect.sync(() => {
@@ -367,6 +389,10 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
 
   const close = () => Effect.sync(() => void (closing = true))
 
+  // Subscribed before the last change is read, so no change falls between the two (one may come twice).
+  const changes = Stream.unwrapScoped(Effect.map(PubSub.subscribe(published), (subscription) =>
+    Stream.concat(lastChanged === undefined ? Stream.empty : Stream.succeed(lastChanged), Stream.fromQueue(subscription))))
+
   const stats = () =>
     Effect.sync(() => ({
       queued: queuedCount(),
@@ -378,5 +404,5 @@ export const makeRegistry = (config: TaskRegistryConfig) => {
       retainedBytes: finishedBytes
     }))
 
-  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, awaitSlot, close, stats })
+  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, awaitSlot, changes, close, stats })
 }

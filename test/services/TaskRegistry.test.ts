@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Fiber, Option } from "effect"
+import { Chunk, Deferred, Effect, Either, Fiber, Option, Stream } from "effect"
 import * as fc from "fast-check"
 import { canTransition, isTerminal, type Message, type Origin, type TaskState } from "../../src/services/Task.js"
 import { makeRegistry, taskBytes, TaskRegistry, type TaskRegistryConfig } from "../../src/services/TaskRegistry.js"
@@ -26,6 +26,22 @@ const sizedTask = (registry: TaskRegistry["Type"], size: number) =>
   })
 
 describe("TaskRegistry", () => {
+  it.scoped("changes: the task that changed last first, then every acceptance and transition in order", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      const first = yield* accepted(registry, "a")
+      yield* registry.startNext()
+      // The first element (the last change) comes once the stream has subscribed.
+      const subscribed = yield* Deferred.make<void>()
+      const seen = yield* registry.changes.pipe(Stream.tap(() => Deferred.succeed(subscribed, void 0)), Stream.take(4), Stream.runCollect, Effect.fork)
+      yield* Deferred.await(subscribed)
+      const second = yield* accepted(registry, "b")
+      yield* registry.update(first.id, { state: "completed" })
+      yield* registry.startNext()
+      const states = Chunk.toReadonlyArray(yield* Fiber.join(seen)).map((t) => [t.id, t.state])
+      assert.deepStrictEqual(states, [[first.id, "working"], [second.id, "submitted"], [first.id, "completed"], [second.id, "working"]])
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 5 }))))
+
   it.effect("single: one task per session; the second is recorded as rejected", () =>
     Effect.gen(function*() {
       const registry = yield* TaskRegistry
@@ -210,7 +226,7 @@ describe("TaskRegistry invariants (property)", () => {
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 5 }),
         (ops, acceptance, maxActive, queueDepth) => {
-          const registry = makeRegistry({ acceptance, maxActive, queueDepth, retainTerminal: 1000, retainBytes: Number.POSITIVE_INFINITY })
+          const registry = Effect.runSync(makeRegistry({ acceptance, maxActive, queueDepth, retainTerminal: 1000, retainBytes: Number.POSITIVE_INFINITY }))
           const known: Array<string> = []
           const before = new Map<string, TaskState>()
           for (const op of ops) {
@@ -271,7 +287,7 @@ describe("TaskRegistry retention by bytes (property)", () => {
   it("finished tasks held fit the budget, are the newest finished that do, and live tasks are all kept", () => {
     fc.assert(
       fc.property(fc.array(sizedOpArb, { maxLength: 80 }), fc.integer({ min: 0, max: 12_000 }), (ops, budget) => {
-        const registry = makeRegistry({ acceptance: "queue", maxActive: 3, queueDepth: 6, retainTerminal: 1000, retainBytes: budget })
+        const registry = Effect.runSync(makeRegistry({ acceptance: "queue", maxActive: 3, queueDepth: 6, retainTerminal: 1000, retainBytes: budget }))
         const live = new Set<string>()
         const finishedOrder: Array<{ readonly id: string; readonly bytes: number }> = []
         for (const op of ops) {

@@ -165,7 +165,7 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "network.internal_port": enforced("src/cli/DoorPort.ts (serve and run bind it when --port is absent)"),
   "lifecycle": enforced("src/project/manifest/Lifecycle.ts"),
   "lifecycle.task_acceptance": enforced("src/services/TaskRegistry.ts"),
-  "lifecycle.after_task": enforced("src/cli/AgentRun.ts"),
+  "lifecycle.after_task": enforced("src/services/SessionLifecycle.ts"),
   "lifecycle.queue_depth": enforced("src/services/TaskRegistry.ts"),
   "lifecycle.input_timeout_secs": enforced("src/agent/AgentLoop.ts"),
   "lifecycle.conversation": enforced("src/agent/Conversations.ts (threaded: the context's earlier turns are reloaded)"),
