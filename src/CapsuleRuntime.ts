@@ -22,6 +22,7 @@
  */
 import type { Layer } from "effect"
 import type { DoorConfig } from "./http/DoorConfig.js"
+import * as componentCheck from "./layers/ComponentCheck.js"
 import * as directory from "./layers/Directory.js"
 import * as host from "./layers/Host.js"
 import * as session from "./layers/Session.js"
@@ -111,3 +112,20 @@ export const layerEcho = (options: Options & Partial<EchoConfig> = {}): Layer.La
  * @category layers
  */
 export const layerHost: Layer.Layer<Host> = host.layerHost(1)
+
+/**
+ * What this runtime makes of a component's bytes before running it: its WIT world, whether it can
+ * run as a capsule or a tool, and what the loader would refuse (`capsule-runtime inspect`).
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const checkComponent = componentCheck.checkComponent
+
+/**
+ * What `checkComponent` finds.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ComponentCheck = componentCheck.ComponentCheck

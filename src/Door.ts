@@ -70,6 +70,15 @@ export { DoorTokensRefused, makeDoorCredentials as makeCredentials } from "./htt
 export type { DoorCredentials as Credentials } from "./http/DoorCredentials.js"
 
 /**
+ * Reads an operator token from a file the way `--auth-token-file` does: owner-only, one token on
+ * the first line; anything else is a `DoorTokensRefused` naming the file.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export { readTokenFile } from "./http/DoorCredentials.js"
+
+/**
  * A session behind a door on the `HttpServer` in context, at `/`: provides the session's
  * services, the `DoorAddress` it is reached at and the door's settings. Released, the door
  * refuses new tasks, cancels the live ones and closes the event log before the server closes.

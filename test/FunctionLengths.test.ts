@@ -1,7 +1,6 @@
 /**
  * No function in src/ has more than 100 lines of its own (scripts/function-lengths.mjs: a nested
- * function's lines count against it, not against the function around it). `pending` names the
- * places other work is still splitting; it is meant to be empty.
+ * function's lines count against it, not against the function around it).
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
@@ -30,20 +29,10 @@ const longFunctions = (...args: ReadonlyArray<string>): ReadonlyArray<LongFuncti
   }
 }
 
-/** Files and folders being split elsewhere (issue 18): the agent loop, delegation, the CLI's run/serve, the layers. */
-const pending: ReadonlyArray<string> = [
-  "src/agent/",
-  "src/delegation/",
-  "src/cli/Run.ts",
-  "src/cli/AgentRun.ts",
-  "src/cli/DelegatedRun.ts",
-  "src/cli/Serve.ts",
-  "src/layers/"
-]
 
 describe("function lengths", () => {
   it("no function in src/ has more than 100 lines of its own", () => {
-    const long = longFunctions().filter((fn) => !pending.some((prefix) => fn.file.startsWith(prefix)))
+    const long = longFunctions()
     assert.deepStrictEqual(long.map((fn) => `${fn.file}:${fn.line} ${fn.name} (${fn.lines} lines)`), [])
   })
 

@@ -7,7 +7,7 @@
  */
 import { Options } from "@effect/cli"
 import { Config, Console, Effect, Either, Layer, Option, Redacted } from "effect"
-import { readTokenFile } from "../http/DoorCredentials.js"
+import { Door } from "../index.js"
 import { DoorClientLive } from "../layers/DoorClient.js"
 import { exitWith } from "./Exit.js"
 
@@ -38,7 +38,7 @@ export const resolveAuthToken = (given: AuthTokenFlags) =>
       return yield* exitWith(2)
     }
     if (Option.isSome(given.file)) {
-      const read = readTokenFile(given.file.value)
+      const read = Door.readTokenFile(given.file.value)
       if (Either.isLeft(read)) {
         yield* Console.error(`error[${read.left.code}]: ${read.left.message}`)
         return yield* exitWith(1)

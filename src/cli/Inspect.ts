@@ -6,9 +6,7 @@
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect } from "effect"
-import { readWorld, runnableAs, supportedMurmur, unsupported } from "../sandbox/component/ComponentWorld.js"
-import { foldExtendedConst } from "../sandbox/component/ComponentCache.js"
-import { digestOf } from "../project/Digest.js"
+import { CapsuleRuntime } from "../index.js"
 import { exitWith } from "./Exit.js"
 import { existingArg } from "./Flags.js"
 
@@ -19,41 +17,27 @@ export const inspectCommand = Command.make("inspect", { file, json }, ({ file, j
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const bytes = yield* fs.readFile(file).pipe(Effect.orDie)
-    const world = yield* readWorld(bytes).pipe(Effect.either)
-    if (world._tag === "Left") {
-      if (json) yield* Console.log(JSON.stringify({ file, runnable: false, error: { reason: world.left.reason, message: world.left.message } }))
-      else yield* Console.error(`${file}: ${world.left.message}`)
+    const checked = yield* CapsuleRuntime.checkComponent(bytes).pipe(Effect.either)
+    if (checked._tag === "Left") {
+      if (json) yield* Console.log(JSON.stringify({ file, runnable: false, error: { reason: checked.left.reason, message: checked.left.message } }))
+      else yield* Console.error(`${file}: ${checked.left.message}`)
       return yield* exitWith(1)
     }
-    // What the loader would refuse beyond the world: constant expressions it cannot fold.
-    const folded = foldExtendedConst(bytes)
-    const problems = [...unsupported(world.right), ...(folded._tag === "Left" ? [{ message: folded.left }] : [])]
-    const roles = runnableAs(world.right)
-    const runnable = problems.length === 0 && roles.length > 0
+    const { problems, runExports, runnable, runnableAs: roles, sha256, world } = checked.right
     if (json) {
-      yield* Console.log(JSON.stringify({
-        file,
-        sha256: digestOf(bytes),
-        imports: world.right.imports,
-        exports: world.right.exports,
-        runnable,
-        as: roles,
-        problems: problems.map((p) => p.message)
-      }))
+      yield* Console.log(JSON.stringify({ file, sha256, imports: world.imports, exports: world.exports, runnable, as: roles, problems }))
     } else {
       const lines = [
-        `component: ${file} (${bytes.length} bytes, sha256 ${digestOf(bytes)})`,
+        `component: ${file} (${bytes.length} bytes, sha256 ${sha256})`,
         "imports:",
-        ...world.right.imports.map((name) => `  ${name}`),
+        ...world.imports.map((name) => `  ${name}`),
         "exports:",
-        ...world.right.exports.map((name) => `  ${name}`),
+        ...world.exports.map((name) => `  ${name}`),
         runnable
           ? `runnable: yes, as ${roles.map((role) => role === "capsule" ? "a script capsule" : "a tool or driver").join(" and ")}`
           : "runnable: no",
-        ...problems.map((p) => `  ${p.message}`),
-        ...(problems.length === 0 && roles.length === 0
-          ? [`  it exports neither murmur:capsule/run@${supportedMurmur.get("murmur:capsule/run")} nor murmur:tool/run@${supportedMurmur.get("murmur:tool/run")}`]
-          : [])
+        ...problems.map((problem) => `  ${problem}`),
+        ...(problems.length === 0 && roles.length === 0 ? [`  it exports neither ${runExports[0]} nor ${runExports[1]}`] : [])
       ]
       yield* Console.log(lines.join("\n"))
     }

@@ -6,10 +6,7 @@
  */
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { HostEnvironment } from "../layers/Host.js"
-import { loadAnyProject } from "../project/CapsuleProject.js"
-import { defaultKeepSessions } from "../records/SessionRetention.js"
-import { mintId } from "../services/Ids.js"
+import { defaultKeepSessions, loadDirectory } from "../layers/Directory.js"
 import { agentRun, defaultIdleTimeoutSecs, scriptRun } from "../layers/RunOnce.js"
 import { doorPort } from "./DoorPort.js"
 import { exitWith } from "./Exit.js"
@@ -17,7 +14,6 @@ import { runPrinter } from "./RunPrinter.js"
 import { directoryFlag, existingArg, integerFlag, textFlag } from "./Flags.js"
 import { authToken, resolveAuthToken } from "./AuthToken.js"
 import { launching, reportLaunchFailure } from "./LaunchFailure.js"
-import { keepNewest } from "./Retention.js"
 
 const dir = existingArg("dir", "directory", "The capsule directory (holding murmur.yaml)")
 const workdir = directoryFlag("workdir", "Workdir (default <dir>/workdir/<session>)").pipe(Options.optional)
@@ -43,10 +39,11 @@ const idleTimeout = integerFlag("idle-timeout", {
 
 export const runCommand = Command.make("run", { dir, workdir, keepSessions, json, task, host, port, idleTimeout, authToken }, (options) =>
   Effect.gen(function*() {
-    const hostEnv = yield* HostEnvironment
-    const loaded = yield* loadAnyProject(options.dir, hostEnv.env)
-    const sessionId = mintId("ses")
-    if (Option.isNone(options.workdir)) yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
+    const { hostEnv, loaded, notes, sessionId } = yield* loadDirectory(options.dir, {
+      workdir: Option.getOrUndefined(options.workdir),
+      keepSessions: options.keepSessions
+    })
+    for (const note of notes) yield* Console.error(note)
     if (loaded.kind === "agent") {
       const chosen = doorPort(options.port, loaded.project.manifest.network)
       const task = yield* agentRun(loaded.project, {
@@ -56,7 +53,7 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
         maxBodyBytes: 1024 * 1024,
         retainTerminal: 1000,
         workdir: Option.getOrUndefined(options.workdir),
-        hostEnv: hostEnv.env,
+        hostEnv,
         authToken: Option.getOrUndefined(yield* resolveAuthToken(options.authToken)),
         task: Option.getOrUndefined(options.task),
         idleTimeoutSecs: options.idleTimeout
@@ -66,7 +63,7 @@ export const runCommand = Command.make("run", { dir, workdir, keepSessions, json
       if (task.state !== "completed") return yield* exitWith(1)
       return
     }
-    const ran = yield* scriptRun(loaded.project, { sessionId, workdir: Option.getOrUndefined(options.workdir), hostEnv: hostEnv.env }, Console.error).pipe(
+    const ran = yield* scriptRun(loaded.project, { sessionId, workdir: Option.getOrUndefined(options.workdir), hostEnv }, Console.error).pipe(
       Effect.catchTag("RunFailure", (failure) => reportLaunchFailure(failure.code, failure.message, options.json, failure.workdir, failure.stderr))
     )
     if (options.json) yield* Console.log(JSON.stringify({ event: "exit", status: "ok", workdir: ran.workdir, records: ran.records }))

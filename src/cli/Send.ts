@@ -9,6 +9,7 @@
  * the turn goes on through `stream/watch` with `Last-Event-ID` (./DoorClient.ts), filtered to the
  * task, so no frame is shown twice and none is missed.
  */
+import { randomUUID } from "node:crypto"
 import { Args, Command } from "@effect/cli"
 import { HttpClient, HttpClientRequest, Terminal } from "@effect/platform"
 import { Console, Effect, Stream } from "effect"
@@ -17,7 +18,9 @@ import { frameStatus, frameTask, follow, requireDoorUrl, type RetryPolicy, Watch
 import { exitWith } from "./Exit.js"
 import { makeSseDecoder } from "./SseDecoder.js"
 import { defaultRenderOptions, finish, initialState, render, type RenderOptions, shortId, truncate, type WatchFrame } from "./WatchRenderer.js"
-import { mintId } from "../services/Ids.js"
+
+/** The client's own ids for what it sends (the runtime mints the task and context ids). */
+const clientId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
 
 export interface TurnOptions {
   readonly render?: RenderOptions | undefined
@@ -78,7 +81,7 @@ export const sendTurn = Effect.fn("Send.sendTurn")(function*(url: string, text: 
     })
 
   const message = {
-    messageId: mintId("msg"),
+    messageId: clientId("msg"),
     role: "user",
     parts: [{ text }],
     ...(options.contextId === undefined ? {} : { contextId: options.contextId }),
@@ -86,7 +89,7 @@ export const sendTurn = Effect.fn("Send.sendTurn")(function*(url: string, text: 
   }
   const request = HttpClientRequest.post(url).pipe(
     HttpClientRequest.setHeaders({ accept: "text/event-stream" }),
-    HttpClientRequest.bodyText(JSON.stringify({ jsonrpc: "2.0", id: mintId("req"), method: "message/stream", params: { message } }), "application/json")
+    HttpClientRequest.bodyText(JSON.stringify({ jsonrpc: "2.0", id: clientId("req"), method: "message/stream", params: { message } }), "application/json")
   )
   const dropped = yield* Effect.gen(function*() {
     const response = yield* client.execute(request).pipe(

@@ -34,21 +34,31 @@ const keepNewest = (capsuleDir: string, keep: number, sessionId: string) =>
   )
 
 /**
+ * Loads `directory`, mints its session id (unless given) and prunes older session workdirs: what
+ * every launch of a directory does first, `run` included. `notes` are the lines for the operator.
+ */
+export const loadDirectory = (directory: string, options: DirectoryOptions = {}) =>
+  Effect.gen(function*() {
+    const host = yield* HostEnvironment
+    const loaded = yield* loadAnyProject(directory, host.env)
+    const sessionId = options.sessionId ?? mintId("ses")
+    const notes = options.workdir === undefined && options.keepSessions !== undefined
+      ? yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
+      : []
+    return { loaded, sessionId, hostEnv: host.env, notes }
+  })
+
+/**
  * Loads `directory` and prepares its session: the session layer (no door), the project, its
  * workdir and records, and the lines to tell the operator (pruning, then the capsule's warnings).
  */
 export const prepareDirectory = (directory: string, options: DirectoryOptions = {}) =>
   Effect.gen(function*() {
-    const host = yield* HostEnvironment
-    const loaded = yield* loadAnyProject(directory, host.env)
-    const sessionId = options.sessionId ?? mintId("ses")
-    const pruned = options.workdir === undefined && options.keepSessions !== undefined
-      ? yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
-      : []
+    const { hostEnv, loaded, notes, sessionId } = yield* loadDirectory(directory, options)
     const kind = loaded.kind === "script"
-      ? yield* scriptKind(loaded.project, { ...options, sessionId, hostEnv: host.env })
-      : yield* agentKind(loaded.project, { ...options, sessionId, workdir: options.workdir, hostEnv: host.env })
-    return { ...kind, project: loaded.project, notes: [...pruned, ...kind.warnings] }
+      ? yield* scriptKind(loaded.project, { ...options, sessionId, hostEnv })
+      : yield* agentKind(loaded.project, { ...options, sessionId, workdir: options.workdir, hostEnv })
+    return { ...kind, project: loaded.project, notes: [...notes, ...kind.warnings] }
   })
 
 /** The capsule in `directory` as a session layer; what the operator would be told is logged as warnings. */
