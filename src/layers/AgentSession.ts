@@ -141,7 +141,8 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       const otelEndpoint = manifest.observability?.otelEndpoint
       return deliverCompletions(acceptance === "queue").pipe(
         Layer.provideMerge(withCapsule(capsule, session)),
-        Layer.provide(completions),
+        // Merged, not provided: the door serves the same export planes the capsule writes to.
+        Layer.provideMerge(completions),
         Layer.provide(otelEndpoint === undefined ? Layer.empty : TelemetryLive(otelEndpoint)),
         // The manifest's acceptance is the session's, whatever the door was given.
         Layer.provide(Layer.succeed(DoorConfig, { ...door, acceptance, credentials }))
