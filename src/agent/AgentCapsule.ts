@@ -62,7 +62,7 @@ export interface Lineage {
  */
 const peerFilesFor = (
   prepared: PreparedAgent,
-  planes: Option.Option<ResourcePlanes["Type"]>,
+  planes: ResourcePlanes["Type"],
   doorUrl: string | undefined,
   trace: Trace["Type"]
 ): Option.Option<PeerFiles["Type"]> => {
@@ -71,14 +71,14 @@ const peerFilesFor = (
     ...(manifest.exports?.peerFiles === undefined ? [] : [SHARE_FILE]),
     ...(manifest.capabilities.peerFetch === undefined ? [] : [FETCH_PEER_FILE])
   ]
-  if (names.length === 0 || Option.isNone(planes)) return Option.none()
+  if (names.length === 0) return Option.none()
   // Both lists were validated when the manifest was read.
   const rules = (entries: ReadonlyArray<string>) => Either.getOrElse(parseAllowList(entries), () => [])
   const ownAudience = Either.getOrElse(audienceOf(manifest.name, doorUrl ?? "http://localhost/"), () => manifest.name.toLowerCase())
   return Option.some({
     names,
     run: runPeerTool({
-      planes: planes.value,
+      planes,
       workdir: prepared.workdir,
       ownAudience,
       network: rules(manifest.capabilities.network?.allow ?? []),
@@ -92,7 +92,14 @@ export const AgentCapsule = {
   /** Needs the Sandbox, the Shell (hence a DetachedRegistry) and the launch's Trace. */
   /** The door's address (`MURMUR_CAPSULE_URL`) is the `DoorAddress`, when the session has a door. */
   /** `lineage`: the spawner's session and the delegation, for a delegated child. */
-  layer: (launched: PreparedAgent, lineage?: Lineage): Layer.Layer<Capsule, never, Sandbox | Shell | Trace> =>
+  layer: (
+    launched: PreparedAgent,
+    lineage?: Lineage
+  ): Layer.Layer<
+    Capsule,
+    never,
+    Sandbox | Shell | Trace | ShellCompletions | DelegationLauncher | DetachedRegistry | DelegationTracker | ResourcePlanes | Conversations
+  > =>
     Layer.scoped(
       Capsule,
       Effect.gen(function*() {
@@ -101,15 +108,14 @@ export const AgentCapsule = {
         const sandbox = yield* Sandbox
         const shell = yield* Shell
         const trace = yield* Trace
-        const completions = yield* Effect.serviceOption(ShellCompletions)
-        // A delegating capsule's launcher, and the residue sources a cancel names.
-        const launcher = yield* Effect.serviceOption(DelegationLauncher)
-        const detached = yield* Effect.serviceOption(DetachedRegistry)
-        const delegations = yield* Effect.serviceOption(DelegationTracker)
-        // The export planes, when the session serves them: share-file, and the generation.
-        const planes = yield* Effect.serviceOption(ResourcePlanes)
-        // Present under lifecycle.conversation: threaded.
-        const conversations = yield* Effect.serviceOption(Conversations)
+        // Each absent feature is an explicit no-op layer (ShellCompletions.none,
+        // DelegationLauncher.disabled, ResourcePlanes.undeclared, Conversations.stateless).
+        const completions = yield* ShellCompletions
+        const launcher = yield* DelegationLauncher
+        const detached = yield* DetachedRegistry
+        const delegations = yield* DelegationTracker
+        const planes = yield* ResourcePlanes
+        const conversations = yield* Conversations
         const { manifest } = prepared.project
         const peerFiles = peerFilesFor(prepared, planes, doorUrl, trace)
         const started = Date.now()
@@ -150,7 +156,7 @@ export const AgentCapsule = {
           run: (input, io) =>
             runAgentTask(env, input, io).pipe(
               // Every run that ends, however it ends, is a task that reached a terminal state.
-              Effect.ensuring(Option.isSome(planes) ? planes.value.taskEnded : Effect.void),
+              Effect.ensuring(planes.taskEnded),
               Effect.flatMap((outcome) =>
                 outcome.exit === "ok" ? Effect.succeed({ response: outcome.text }) : Effect.fail(new CapsuleFailure({ reason: "Failed", message: failedMessage(SESSION_ENDED, outcome.text) }))
               )

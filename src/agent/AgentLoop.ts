@@ -102,16 +102,17 @@ export interface AgentEnv {
   readonly trace: Trace["Type"]
   /** The session's sums, added to as each task ends. */
   readonly totals: SessionTotals
-  /** Outside a session that delivers completions (a library caller's own loop), nobody waits. */
-  readonly completions: Option.Option<ShellCompletions["Type"]>
-  /** Present when the capsule may delegate. */
-  readonly launcher: Option.Option<DelegationLauncher["Type"]>
-  /** The residue sources a cancel names, when the session has them. */
-  readonly detachedWork: Option.Option<DetachedRegistry["Type"]>
-  readonly delegations: Option.Option<DelegationTracker["Type"]>
+  /** `ShellCompletions.none` in a session that takes no further tasks: nobody waits. */
+  readonly completions: ShellCompletions["Type"]
+  /** `DelegationLauncher.disabled` (no `allowed` names) when the capsule may not delegate. */
+  readonly launcher: DelegationLauncher["Type"]
+  /** The residue sources a cancel names. */
+  readonly detachedWork: DetachedRegistry["Type"]
+  readonly delegations: DelegationTracker["Type"]
+  /** The peer tools, when the manifest offers any. */
   readonly peerFiles: Option.Option<PeerFiles["Type"]>
-  /** Present under `lifecycle.conversation: threaded`. */
-  readonly conversations: Option.Option<Conversations["Type"]>
+  /** `Conversations.stateless` unless `lifecycle.conversation: threaded`. */
+  readonly conversations: Conversations["Type"]
 }
 
 /** One task in progress: what it was handed, and what it has done so far. */
@@ -230,7 +231,7 @@ const runGuest = (task: TaskRun, name: string, spec: ToolSpec, data: string, hos
 /** One tool call. A refused task.md fails the task at its end; tools meanwhile run without it. */
 const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) => {
   const { env, input } = task
-  const launcher = Option.getOrUndefined(env.launcher)
+  const { launcher } = env
   return Effect.zipRight(Effect.ignore(Fiber.join(task.taskFile)), dispatchTool({
     prepared: env.prepared,
     taskId: input.taskId,
@@ -240,11 +241,10 @@ const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Ef
     timedOut: () => task.state.timedOut,
     record: (type, parentId, fields) => Effect.zipRight(task.lines.settled, traced(env.trace.record(type, parentId, fields))),
     recordAhead: (type, parentId, fields) => Effect.asVoid(task.lines.ahead(traced(env.trace.record(type, parentId, fields)))),
-    delegate: launcher === undefined || launcher.allowed.length === 0 ? undefined : (callInput) =>
+    delegate: launcher.allowed.length === 0 ? undefined : (callInput) =>
       delegateTask(launcher, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
     peer: Option.getOrUndefined(env.peerFiles),
-    follow: (detached, completion) =>
-      Option.match(env.completions, { onNone: () => Effect.void, onSome: (inbox) => inbox.follow(detached, completion, input.provenance.trust) })
+    follow: (detached, completion) => env.completions.follow(detached, completion, input.provenance.trust)
   }, call, turn, parent))
 }
 
@@ -254,8 +254,7 @@ const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Ef
  */
 const remember = (task: TaskRun, turnMessages: ReadonlyArray<Message>) => {
   const { conversations, trace } = task.env
-  if (Option.isNone(conversations)) return Effect.void
-  return Effect.flatMap(conversations.value.append(task.input.contextId, task.input.taskId, turnMessages), (trim) =>
+  return Effect.flatMap(conversations.append(task.input.contextId, task.input.taskId, turnMessages), (trim) =>
     trim === undefined ? Effect.void : Effect.asVoid(task.lines.ahead(Effect.flatMap(task.taskNode, (parent) =>
       traced(trace.record("conversation_trimmed", parent, { task_id: task.input.taskId, ...trim }))))))
 }
@@ -274,7 +273,7 @@ const openDialogue = (task: TaskRun) =>
   Effect.gen(function*() {
     const { conversations, prepared, trace } = task.env
     const transcript = newTranscript<Message>()
-    if (Option.isSome(conversations)) for (const message of yield* conversations.value.history(task.input.contextId)) append(transcript, message)
+    for (const message of yield* conversations.history(task.input.contextId)) append(transcript, message)
     const opening = userMessage(taskText(task.input.provenance, task.input.text))
     append(transcript, opening)
     yield* remember(task, [opening])
@@ -414,8 +413,8 @@ const canceled = (task: TaskRun) =>
   Effect.gen(function*() {
     const { detachedWork, delegations, prepared, trace } = task.env
     yield* writeFailedResult(prepared.workdir, "error: task canceled")
-    const work = Option.isSome(detachedWork) ? yield* detachedWork.value.list() : []
-    const children = Option.isSome(delegations) ? yield* delegations.value.list() : []
+    const work = yield* detachedWork.list()
+    const children = yield* delegations.list()
     yield* Effect.exit(task.lines.settled)
     yield* trace.record("task_canceled", yield* task.taskNode, {
       task_id: task.input.taskId,

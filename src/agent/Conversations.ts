@@ -71,6 +71,12 @@ export class Conversations extends Context.Tag("capsule-runtime/agent/Conversati
   readonly append: (contextId: string, taskId: string, messages: ReadonlyArray<Message>) => Effect.Effect<RecordTrim | undefined>
 }>() {
   static readonly layer = (options: ConversationsOptions) => Layer.sync(Conversations, () => makeConversations(options))
+
+  /** `lifecycle.conversation: stateless`: no history before a task, nothing kept after it. */
+  static readonly stateless: Layer.Layer<Conversations> = Layer.succeed(Conversations, {
+    history: () => Effect.succeed([]),
+    append: () => Effect.succeed(undefined)
+  })
 }
 
 /** A context id as a directory name: ids are `[A-Za-z0-9._:@+=-]{1,256}`, so only dot-names and length need care. */

@@ -27,6 +27,9 @@ export class ShellCompletions extends Context.Tag("capsule-runtime/agent/ShellCo
   /** The next completion, in the order they finished. */
   readonly next: Effect.Effect<FollowedCompletion>
 }>() {
+  /** A session that takes no further tasks: a detached command's completion is nobody's to wait for. */
+  static readonly none: Layer.Layer<ShellCompletions> = Layer.succeed(ShellCompletions, { follow: () => Effect.void, next: Effect.never })
+
   static readonly layer: Layer.Layer<ShellCompletions, never, Trace> = Layer.scoped(
     ShellCompletions,
     Effect.gen(function*() {

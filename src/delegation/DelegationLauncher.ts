@@ -162,6 +162,13 @@ export class DelegationLauncher extends Context.Tag("capsule-runtime/agent/Deleg
   /** Starts a child and returns once its door listens. */
   readonly start: (request: DelegationRequest) => Effect.Effect<StartedDelegation, DelegationError>
 }>() {
+  /** A capsule without `capabilities.spawn.allow`: `delegate-task` is not offered, and nothing starts. */
+  static readonly disabled: Layer.Layer<DelegationLauncher> = Layer.succeed(DelegationLauncher, {
+    allowed: [],
+    start: (request) =>
+      Effect.fail(new DelegationError({ reason: "NotAllowed", message: `capsule '${request.capsule}' is not in capabilities.spawn.allow (allowed: none)` }))
+  })
+
   /** A completion goes to the parent's own door, its `DoorAddress`. */
   static readonly layer = (options: LauncherOptions): Layer.Layer<DelegationLauncher, never, DelegationTracker | Trace | DoorAddress | CommandExecutor.CommandExecutor> =>
     Layer.scoped(DelegationLauncher, make(options))

@@ -90,7 +90,7 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       // Children get the `delegations` token (scope `complete`), never a token that can do more.
       const credentials = credentialsOf(door)
       // Only a capsule that may delegate gets a launcher (and so the `delegate-task` tool).
-      const launcher = prepared.spawnAllow.length === 0 ? Layer.empty : DelegationLauncher.layer({
+      const launcher = prepared.spawnAllow.length === 0 ? DelegationLauncher.disabled : DelegationLauncher.layer({
         capsuleDirectory: project.directory,
         workdir: prepared.workdir,
         sessionId: prepared.sessionId,
@@ -126,7 +126,7 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       // Threaded conversations: the record store lives under the murmur home (MURMUR_HOME, else
       // ~/.murmur), named by context.record_store (default: the capsule's name).
       // The store name is one path segment (E-CAP-011, checked when the manifest is read).
-      const conversations = prepared.lifecycle.conversation !== "threaded" ? Layer.empty : Conversations.layer({
+      const conversations = prepared.lifecycle.conversation !== "threaded" ? Conversations.stateless : Conversations.layer({
         store: manifest.context?.record === false
           ? undefined
           : { root: join(murmurHome(options.hostEnv), "conversations"), name: manifest.context?.recordStore ?? manifest.name },

@@ -21,6 +21,10 @@ import { Trace } from "../../src/records/Trace.js"
 import { type AgentDirOptions, cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
+import { Conversations } from "../../src/agent/Conversations.js"
+import { ShellCompletions } from "../../src/agent/ShellCompletions.js"
+import { DelegationLauncher } from "../../src/delegation/DelegationLauncher.js"
+import { ResourcePlanes } from "../../src/services/ResourcePlanes.js"
 import { inProcessSandbox } from "../lib/InProcess.js"
 
 const cacheDirectory = join(cliCacheDir, "components")
@@ -54,7 +58,10 @@ const serveAgent = async (
       Effect.provide(sandboxContext)
     )
   )
-  const capsule = AgentCapsule.layer(prepared).pipe(Layer.provide(Shell.layer()))
+  const capsule = AgentCapsule.layer(prepared).pipe(
+    Layer.provide(Shell.layer()),
+    Layer.provide(Layer.mergeAll(ShellCompletions.none, DelegationLauncher.disabled, ResourcePlanes.layerUndeclared, Conversations.stateless))
+  )
   const session = servedCapsule(capsule, { sessionId, door: { acceptance: "queue" }, tasks: { maxActive: 1, queueDepth: 8 }, runner }).pipe(
     Layer.provide(Trace.layer({ directory: prepared.workdir, sessionId, capture: "meta" })),
     Layer.provide(Layer.succeedContext(sandboxContext))

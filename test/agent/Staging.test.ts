@@ -22,6 +22,11 @@ import { mintId } from "../../src/services/Ids.js"
 import { Shell } from "../../src/shell/Shell.js"
 import { Trace } from "../../src/records/Trace.js"
 import { cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
+import { Conversations } from "../../src/agent/Conversations.js"
+import { ShellCompletions } from "../../src/agent/ShellCompletions.js"
+import { DelegationLauncher } from "../../src/delegation/DelegationLauncher.js"
+import { ResourcePlanes } from "../../src/services/ResourcePlanes.js"
+import { DelegationTracker } from "../../src/services/DelegationTracker.js"
 
 const cacheDirectory = join(cliCacheDir, "components")
 const env = { PATH: process.env.PATH ?? "" }
@@ -101,7 +106,8 @@ const runOneTask = (dir: string, text: string) =>
       const context = yield* Layer.build(
         AgentCapsule.layer(prepared).pipe(
           Layer.provide(Shell.layer()),
-          Layer.provide(DetachedRegistry.layer),
+          Layer.provide(Layer.mergeAll(DetachedRegistry.layer, DelegationTracker.layer)),
+          Layer.provide(Layer.mergeAll(ShellCompletions.none, DelegationLauncher.disabled, ResourcePlanes.layerUndeclared, Conversations.stateless)),
           Layer.provide(Trace.layer({ directory: prepared.sessionWorkdir, sessionId, capture: "meta" })),
           Layer.provide(Layer.succeedContext(sandbox))
         )
