@@ -132,4 +132,4 @@ it("docs/first-capsule.md's commands work as written", async () => {
   expect(watch!.output()).toContain("shouted \"Grace\"")
   expect(watch!.output()).toContain("shouted \"Lin\"")
   expect(await serve!.exited).toBe(0)
-}, 60_000)
+}, 120_000)
