@@ -5,26 +5,18 @@
  * the command itself (`host:port`, `--json`, exit status).
  */
 import { NodeHttpClient } from "@effect/platform-node"
-import { afterEach, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { watch, type WatchOptions } from "../../src/cli/Watch.js"
 import { createServer } from "node:net"
 import { startCuttingProxy } from "../lib/CuttingProxy.js"
-import { type OpenDoor, openDoor, referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
+import { doorPerTest } from "../lib/DoorPerTest.js"
+import { referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
 import { runWatch } from "../lib/WatchCli.js"
 
-let door: OpenDoor | undefined
-const cleanups: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0)) await cleanup()
-  await door?.close()
-  door = undefined
-})
-
-const open = async () => {
-  door = await openDoor({ scripted: { echoMs: 20 } })
-  return door
-}
+const perTest = doorPerTest()
+const { cleanups } = perTest
+const open = () => perTest.open()
 
 const until = async (predicate: () => boolean, what: string, timeoutMs = 5_000) => {
   const deadline = Date.now() + timeoutMs
@@ -65,7 +57,7 @@ describe("watch", () => {
     const task = await send(url, "/stream 3 10")
     await waitForState(url, task.id, ["completed"])
     await until(() => watcher.seen.out.includes("completed"), "the final status")
-    await door!.close()
+    await perTest.door!.close()
     const exit = await watcher.done()
     assert.isTrue(Exit.isSuccess(exit))
     assert.strictEqual(
@@ -100,7 +92,7 @@ describe("watch", () => {
     const task = await send(url, "/stream 6 30")
     await waitForState(url, task.id, ["completed"])
     await until(() => watcher.seen.out.includes("streamed 6 chunks"), "the final status", 8_000)
-    await door!.close()
+    await perTest.door!.close()
     assert.isTrue(Exit.isSuccess(await watcher.done()))
 
     assert.strictEqual(proxy.requests.length, 2)
@@ -161,7 +153,7 @@ describe("watchCommand", () => {
     const task = await send(url, "/complete fine")
     await waitForState(url, task.id, ["completed"])
     await until(() => command.output().includes("\"completed\""), "the final status")
-    await door!.close()
+    await perTest.door!.close()
     assert.isTrue(Exit.isSuccess(await command.done()))
     const frames = command.output().trimEnd().split("\n").map((line) => JSON.parse(line))
     assert.deepStrictEqual(frames.map((f) => f.event), ["connection-ack", "status", "text", "status", "capsule-closed"])

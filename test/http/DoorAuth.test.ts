@@ -7,26 +7,19 @@
  */
 import { spawn } from "node:child_process"
 import { createInterface } from "node:readline"
-import { afterEach, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Redacted } from "effect"
-import { type OpenDoor, openDoor, post, referenceMessage, rpc, sleep } from "../lib/Door.js"
+import { doorPerTest } from "../lib/DoorPerTest.js"
+import { post, referenceMessage, rpc, sleep } from "../lib/Door.js"
 import { runWatch } from "../lib/WatchCli.js"
 
 const token = "s3cret-token-of-this-door"
 const bearer = { authorization: `Bearer ${token}` }
 
-let door: OpenDoor | undefined
-const cleanups: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0)) await cleanup()
-  await door?.close()
-  door = undefined
-})
+const perTest = doorPerTest()
+const { cleanups } = perTest
 
-const openLocked = async () => {
-  door = await openDoor({ door: { authToken: Redacted.make(token) }, scripted: { echoMs: 20 } })
-  return door
-}
+const openLocked = () => perTest.open({ door: { authToken: Redacted.make(token) } })
 
 const send = (text: string) => ({ message: { kind: "message", messageId: `m-${Math.random()}`, role: "user", parts: [{ kind: "text", text }] } })
 
@@ -98,7 +91,7 @@ describe("a door with a token", () => {
 
 describe("a door without a token", () => {
   it("is open and its card names no scheme", async () => {
-    door = await openDoor()
+    const door = await perTest.open()
     const card = await (await fetch(`${door.url}.well-known/agent-card.json`)).json()
     assert.isUndefined(card.securitySchemes)
     assert.isUndefined(card.security)

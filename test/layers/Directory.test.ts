@@ -9,6 +9,7 @@ import { join, resolve } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { CapsuleRuntime, Door, SessionIdentity, TaskRegistry } from "../../src/index.js"
+import { rpc } from "../lib/Door.js"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 
@@ -19,18 +20,12 @@ describe("CapsuleRuntime.layerDirectory", () => {
       const identity = yield* SessionIdentity
       assert.strictEqual(identity.card.name, "hello")
       assert.match(identity.url, /^http:\/\/127\.0\.0\.1:\d+\/$/)
-      const reply = yield* Effect.promise(() =>
-        fetch(identity.url, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({
-            jsonrpc: "2.0",
-            id: 1,
-            method: "message/send",
-            params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "Ada" }] }, configuration: { blocking: true } }
-          })
-        }).then((response) => response.json() as Promise<{ result: { id: string; status: { state: string } } }>)
-      )
+      const reply: { result: { id: string; status: { state: string } } } = (yield* Effect.promise(() =>
+        rpc(identity.url, "message/send", {
+          message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "Ada" }] },
+          configuration: { blocking: true }
+        })
+      )).body
       assert.strictEqual(reply.result.status.state, "completed")
       const task = yield* (yield* TaskRegistry).get(reply.result.id)
       assert.include(JSON.stringify(task.artifacts), "Ada")

@@ -13,6 +13,8 @@ export interface DoorPerTest {
   readonly door: OpenDoor | undefined
   /** Runs `cleanup` after the test, before the door closes. */
   readonly onCleanup: (cleanup: () => Promise<void> | void) => void
+  /** The same list, for helpers that take one (runWatch, startCuttingProxy). */
+  readonly cleanups: Array<() => Promise<void> | void>
 }
 
 export const doorPerTest = (): DoorPerTest => {
@@ -31,7 +33,8 @@ export const doorPerTest = (): DoorPerTest => {
     get door() {
       return door
     },
-    onCleanup: (cleanup) => void cleanups.push(cleanup)
+    onCleanup: (cleanup) => void cleanups.push(cleanup),
+    cleanups
   }
 }
 
