@@ -6,10 +6,10 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, relative, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
+import { packageRoot } from "../project/PackageRoot.js"
 
-/** The repository root (this file is src/build/GuestWit.ts, or dist/build/GuestWit.js). */
-export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
+/** The repository root. */
+export const repoRoot = packageRoot()
 
 const require = createRequire(import.meta.url)
 const jcoRoot = resolve(dirname(require.resolve("@bytecodealliance/jco")), "..")

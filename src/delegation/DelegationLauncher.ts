@@ -30,6 +30,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { Context, Deferred, Duration, Effect, Either, Fiber, FiberMap, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { readManifestOutline } from "../project/ManifestOutline.js"
+import { packageFile } from "../project/PackageRoot.js"
 import { executableOnPath, SYSTEM_DIRS } from "../shell/containment/HostProbe.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import { sessionRecords } from "../records/SessionWorkdirs.js"
@@ -107,7 +108,7 @@ export const defaultRuntime = (
 ): ReadonlyArray<string> => [
   ...(setpriv === undefined ? [] : [setpriv, "--pdeathsig", "KILL", "--"]),
   execPath,
-  new URL("../../dist/main.js", import.meta.url).pathname
+  packageFile("dist", "main.js")
 ]
 
 const STARTUP_TIMEOUT = Duration.seconds(30)

@@ -10,8 +10,10 @@
  * and skips boot, glue import and instantiation. Each held worker still serves exactly one
  * run with an instance made for it alone (docs/benchmarks.md, "Agent").
  */
+import { pathToFileURL } from "node:url"
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue, type Scope } from "effect"
+import { packageFile } from "../project/PackageRoot.js"
 import type { CompiledComponent } from "./component/ComponentCache.js"
 import type { ArtifactData, CodeCacheUse, GuestGrant, GuestJob, GuestStart, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
 import { capMessage, isMemoryLimit } from "./wasm/MemoryVerdict.js"
@@ -104,13 +106,9 @@ const tail = (limit: number) => {
   }
 }
 
-const workerUrl = () => {
-  const here = import.meta.url
-  // Under the test runner this module is TypeScript source; workers run the compiled build.
-  return here.endsWith(".ts")
-    ? new URL("../../dist/sandbox/host/GuestWorker.js", here)
-    : new URL("./host/GuestWorker.js", here)
-}
+// Workers always run the compiled build: under the test runner this module is TypeScript
+// source, and in the CLI bundle it is not where dist/sandbox/ is.
+const workerUrl = () => pathToFileURL(packageFile("dist", "sandbox", "host", "GuestWorker.js"))
 
 /** A worker and the host channel of the one run it serves. */
 interface Held {
