@@ -205,7 +205,7 @@ describe("delegate-task, end to end", () => {
     expect(child).toMatchObject({ status: "ok", delivered: true, reported_by: "child", capsule_name: "hello", completion_task_id: exit.task_id })
     const childStart = traceOf(join(parentRun.workdir, "delegations", delegationId)).find((line) => line.event_type === "session_start")
     expect(childStart).toMatchObject({ spawned_by: parentRun.lines[0]!.session_id, delegation_id: delegationId })
-  }, 30000)
+  })
 
   it("a parent whose door wants a bearer token still gets its child's completion (the token goes on the child's stdin), and the token reaches no trace", async () => {
     const token = "delegation-door-token"
@@ -220,13 +220,13 @@ describe("delegate-task, end to end", () => {
     expect(child).toMatchObject({ status: "ok", delivered: true, reported_by: "child" })
     const traces = JSON.stringify(traceOf(parentRun.workdir)) + JSON.stringify(traceOf(join(parentRun.workdir, "delegations", started!.delegation_id as string)))
     expect(traces).not.toContain(token)
-  }, 30000)
+  })
 
   it("a child with an unreadable MURMUR_SPAWNER does not start (E-RUN-020) and contacts nobody", async () => {
     const childRun = run(join(base, "ok-child"), "x", { MURMUR_SPAWNER: JSON.stringify({ session_id: "ses_0123abcd", context_id: "c", delegation_id: "dlg_0123abcd", url: "http://127.0.0.1:9/" }) })
     expect(await childRun.exit).toBe(1)
     expect(childRun.lines.at(-1)).toMatchObject({ event: "exit", status: "failed", error: { code: "E-RUN-020", message: "unreadable spawner handle in MURMUR_SPAWNER: url and trust come together or not at all" } })
-  }, 30000)
+  })
 
   it("a child whose task fails reports `error`; the completion names its result file, never its output", async () => {
     const parentRun = run(join(base, "parent"), "delegate fail-child x")
@@ -234,7 +234,7 @@ describe("delegate-task, end to end", () => {
     const text = resultOf(parentRun.workdir)
     expect(text).toMatch(/^completion seen: Delegation dlg_\w+ to fail-child@1\.2\.3 finished: error\nchild session: ses_\w+\nduration: \d+ ms\nworkdir: \S+\nresult: \S+out\/result\.txt\ndetail: the task ended failed$/)
     expect(text).not.toContain("the child gave up")
-  }, 30000)
+  })
 
   it("a child killed with SIGKILL is reported `crashed` by the launcher; a completion for another session is -32004", async () => {
     const parentRun = run(join(base, "parent"), "delegate slow-child x")
@@ -250,19 +250,20 @@ describe("delegate-task, end to end", () => {
     expect(await parentRun.exit).toBe(0)
     expect(resultOf(parentRun.workdir)).toMatch(/finished: crashed\n[\s\S]*detail: the child ended \(killed by SIGKILL\) without reporting an outcome/)
     expect(events(parentRun.workdir, "delegation")).toEqual([expect.objectContaining({ status: "crashed", reported_by: "launcher", delivered: true })])
-  }, 30000)
+  })
 
   it("the deadline (MURMUR_DELEGATION_TIMEOUT_SECS=2) ends the child and enqueues `terminated`", async () => {
-    const began = Date.now()
     const parentRun = run(join(base, "parent"), "delegate slow-child x", { MURMUR_DELEGATION_TIMEOUT_SECS: "2" })
     const started = await until("delegation_start", () => events(parentRun.workdir, "delegation_start")[0])
+    const began = Date.now()
     expect(started.deadline_secs).toBe(2)
     expect(await parentRun.exit).toBe(0)
-    expect(Date.now() - began).toBeLessThan(15000)
+    // The child's command sleeps 30 s: a parent that waited for it, not the deadline, takes longer.
+    expect(Date.now() - began).toBeLessThan(25000)
     expect(resultOf(parentRun.workdir)).toMatch(/finished: terminated\n[\s\S]*detail: the parent ended it at the 2 s delegation deadline/)
     expect(alive(started.pid as number)).toBe(false)
     expect(groupMembers(started.pid as number)).toBe("")
-  }, 30000)
+  })
 
   it("a parent whose queue is full: the child retries once and records delivered: false", async () => {
     const parentRun = run(join(base, "parent-q1"), "delegate-and-wait ok-child")
@@ -289,7 +290,7 @@ describe("delegate-task, end to end", () => {
     expect(String(calls[0]!.output)).toContain("capsule 'nobody' is not in capabilities.spawn.allow (allowed: ok-child, fail-child, slow-child, ghost)")
     expect(String(calls[1]!.output)).toContain(`capsule 'ghost' resolves to no capsule directory: looked for murmur.yaml in ${join(base, "parent", ".murmur", "capsules", "ghost")} and ${join(base, "ghost")}`)
     expect(events(parentRun.workdir, "delegation_start")).toEqual([])
-  }, 30000)
+  })
 
   it("two delegations at once: two children, two completion tasks, each with its own delegation id", async () => {
     const parentRun = run(join(base, "parent"), "twice ok-child")
@@ -300,7 +301,7 @@ describe("delegate-task, end to end", () => {
     const completions = events(parentRun.workdir, "task_start").filter((line) => line.origin === "completion").map((line) => line.delegation_id).sort()
     expect(completions).toEqual(ids)
     expect(events(parentRun.workdir, "delegation").map((line) => line.status)).toEqual(["ok", "ok"])
-  }, 30000)
+  })
 
   it("session/stop lists the live delegation as residue; a parent then sent SIGTERM leaves no child process (by pid and process group)", async () => {
     const parentRun = run(join(base, "parent"), "delegate slow-child x")
@@ -359,7 +360,7 @@ describe("delegate-task, hardened", () => {
     const results = started.map((line) => readFileSync(join(parentRun.workdir, "delegations", line.delegation_id as string, "out", "result.txt"), "utf8")).sort()
     expect(results).toEqual(["child says hi to --help", "child says hi to --json"])
     expect(events(parentRun.workdir, "delegation").map((line) => [line.status, line.reported_by])).toEqual([["ok", "child"], ["ok", "child"]])
-  }, 30000)
+  })
 
   it("the parent's door token is in neither the child's /proc/<pid>/environ nor its cmdline", async () => {
     const token = "door-token-not-for-children-7f3a"
@@ -376,7 +377,7 @@ describe("delegate-task, hardened", () => {
     process.kill(pid, "SIGKILL")
     expect(await parentRun.exit).toBe(0)
     expect(events(parentRun.workdir, "delegation")).toEqual([expect.objectContaining({ status: "crashed", reported_by: "launcher", delivered: true })])
-  }, 30000)
+  })
 
   it("a completion for a delegation the session never started, or without its secret, is refused (-32004) and starts no task", async () => {
     const parentRun = run(join(base, "parent"), "delegate slow-child x", { MURMUR_DELEGATION_TIMEOUT_SECS: "3" })
@@ -398,7 +399,7 @@ describe("delegate-task, hardened", () => {
     // The one completion is the launcher's, at the deadline.
     expect(events(parentRun.workdir, "task_start").filter((line) => line.origin === "completion").map((line) => line.delegation_id)).toEqual([started.delegation_id])
     expect(events(parentRun.workdir, "delegation")).toEqual([expect.objectContaining({ status: "terminated", delivered: true })])
-  }, 30000)
+  })
 
   it("a capsule that delegates to itself stops at lifecycle.delegation_max_depth (2): the third level is refused with a tool error", async () => {
     const parentRun = run(join(base, "selfish"), "go")
@@ -419,7 +420,7 @@ describe("delegate-task, hardened", () => {
     const calls = events(parentRun.workdir, "tool_call")
     expect(calls.map((line) => line.status).sort()).toEqual(["error", "ok", "ok"])
     expect(String(calls.find((line) => line.status === "error")!.output)).toContain("delegate-task refused: 2 children of this session are still running, the most at once (lifecycle.delegation_max_children: 2)")
-  }, 30000)
+  })
 
   it("a child that swaps its records directory for a link (dangling, or to outside) writes nothing through it; its parent gets exactly one completion each and traces both", async () => {
     const parentRun = run(join(base, "parent-relink"), "pair dangling-child outside-child")
@@ -431,7 +432,7 @@ describe("delegate-task, hardened", () => {
     const completions = events(parentRun.workdir, "task_start").filter((line) => line.origin === "completion").map((line) => line.delegation_id).sort()
     expect(completions).toEqual(started)
     expect(events(parentRun.workdir, "delegation").map((line) => [line.status, line.reported_by, line.delivered])).toEqual([["ok", "child", true], ["ok", "child", true]])
-  }, 30000)
+  })
 
   it("delegations started while delegations/ flips between a directory and a link to outside never run outside, and report what the child reported", async () => {
     const workdir = mkdtempSync(join(base, "wd-flip-"))

@@ -220,21 +220,12 @@ describe("instrumentGrow: refusals", () => {
 })
 
 describe("instrumentGrow: a real QuickJS core module", () => {
-  it("instruments, validates and compiles, quickly", async () => {
+  it("instruments, validates and compiles", async () => {
     const { files } = await transpile(await buildComponent("echo-tool"), { name: "c", instantiation: "sync", noTypescript: true })
     const cores = Object.entries(files).filter(([name]) => /\.core\d*\.wasm$/.test(name)).map(([, data]) => data as Uint8Array)
     const core = cores.reduce((a, b) => b.length > a.length ? b : a)
     const capped = cap(core, 256)
-    const timings: Array<number> = []
-    let out = capped
-    for (let i = 0; i < 5; i++) {
-      const start = performance.now()
-      out = instrument(capped)
-      timings.push(performance.now() - start)
-    }
-    const median = timings.sort((a, b) => a - b)[2]!
-    console.log(`instrumentGrow: ${(core.length / 1e6).toFixed(2)} MB core module in ${median.toFixed(1)} ms (median of 5; first ${timings[0]!.toFixed(1)} ms)`)
-    expect(median).toBeLessThan(200)
+    const out = instrument(capped)
     expect(out).not.toBe(capped)
     expect(Wasm.validate(out)).toBe(true)
     await Wasm.compile(out)
