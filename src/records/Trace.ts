@@ -15,7 +15,7 @@
  * or not at all: a short write is cut back (`appendWhole`).
  */
 import { createHash } from "node:crypto"
-import { chmodSync, close, fstat, ftruncate, linkSync, lstatSync, mkdirSync, unlinkSync, write, writeFileSync } from "node:fs"
+import { chmodSync, close, fstatSync, ftruncate, linkSync, lstatSync, mkdirSync, unlinkSync, write, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { promisify } from "node:util"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
@@ -95,17 +95,18 @@ export const encodeLine = (header: LineHeader, fields: object, omit: ReadonlyArr
 }
 
 const writeAt = promisify(write)
-const sizeOf = promisify(fstat)
 const truncateTo = promisify(ftruncate)
 const closeFd = promisify(close)
 
 /**
- * Appends `text` whole or not at all: a short write (a disk that fills mid-line, `ENOSPC`) is cut
- * back to the size before, so the file never holds a torn line and the next line starts clean.
+ * Appends `text` whole or not at all to a file that is `size` bytes long, and returns its new
+ * size: a short write (a disk that fills mid-line, `ENOSPC`) is cut back to `size`, so the file
+ * never holds a torn line and the next line starts clean. The caller tracks the size (it is the
+ * file's only writer) rather than asking for it: an `fstat` per line was a second thread-pool
+ * round trip on every trace line (docs/benchmarks.md, "the agent turn, issue 24").
  */
-export const appendWhole = async (fd: number, text: string): Promise<void> => {
+export const appendWhole = async (fd: number, text: string, size: number): Promise<number> => {
   const bytes = Buffer.from(text)
-  const { size } = await sizeOf(fd)
   let written = 0
   try {
     while (written < bytes.length) {
@@ -117,6 +118,7 @@ export const appendWhole = async (fd: number, text: string): Promise<void> => {
     if (written > 0) await truncateTo(fd, size)
     throw error
   }
+  return size + bytes.length
 }
 
 const exists = (path: string) => {
@@ -222,6 +224,9 @@ export const makeTrace = (options: TraceOptions) =>
         }))
     )
 
+    // trace.jsonl's length: this layer is its only writer (under the lock), so it is counted, not asked for.
+    let size = fstatSync(fd).size
+
     const write = (eventType: string, parentId: string | null, fields: object) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const eventId = mintId("evt")
@@ -235,7 +240,7 @@ export const makeTrace = (options: TraceOptions) =>
           fields,
           omitted[eventType]
         )
-        yield* Effect.tryPromise({ try: () => appendWhole(fd, text), catch: (cause) => writeFailed(path, cause) })
+        size = yield* Effect.tryPromise({ try: () => appendWhole(fd, text, size), catch: (cause) => writeFailed(path, cause) })
         return eventId
       })).pipe(Effect.uninterruptible)
 

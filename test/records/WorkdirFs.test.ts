@@ -4,7 +4,7 @@
  * workdir. Every refusal names the component; nothing outside is read, written or removed.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit } from "effect"
@@ -121,6 +121,25 @@ describe("WorkdirFs", () => {
     refusal(() => WorkdirFs.write(workdir, "logs/guest.log", "x"), "logs")
     assert.strictEqual(readFileSync(join(workdir, "task.md"), "utf8"), "inside")
     assert.deepStrictEqual(readdirSync(join(workdir, "real-logs")), [])
+  })
+
+  it("writes a new file over a hard link planted at the name: the linked file outside keeps its content", () => {
+    const { secret, workdir } = layout()
+    mkdirSync(join(workdir, "out"))
+    linkSync(secret, join(workdir, "out", "result.txt"))
+    WorkdirFs.write(workdir, "out/result.txt", "the answer")
+    assert.strictEqual(readFileSync(secret, "utf8"), "SECRET")
+    assert.strictEqual(readFileSync(join(workdir, "out", "result.txt"), "utf8"), "the answer")
+    assert.strictEqual(statSync(secret).nlink, 1)
+  })
+
+  it("rewrites an existing file whole, shorter or longer", () => {
+    const { workdir } = layout()
+    WorkdirFs.write(workdir, "task.md", "a long first task text")
+    WorkdirFs.write(workdir, "task.md", "short")
+    assert.strictEqual(readFileSync(join(workdir, "task.md"), "utf8"), "short")
+    WorkdirFs.write(workdir, "task.md", "a longer one than before, again")
+    assert.strictEqual(readFileSync(join(workdir, "task.md"), "utf8"), "a longer one than before, again")
   })
 
   it("removes a link itself, never what it points to", () => {
