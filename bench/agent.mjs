@@ -19,6 +19,8 @@
  * how fast replacement workers boot on this machine, not by a run's latency.
  * BENCH_AGENT_LABEL names the result file (agent-<date>-<label>.json; BENCH_DATE overrides the date).
  * BENCH_AGENT_NODE_FLAGS adds node flags to the served process (e.g. --cpu-prof).
+ * BENCH_AGENT_PROFILE=1 serves through dist/main-modules.js under --cpu-prof and prints the main
+ * thread's CPU per task by area (bench/profile-split.mjs), also kept in the result file.
  */
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -26,6 +28,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
+import { splitByArea } from "./profile-split.mjs"
 import { jsonRpc, serveJson } from "./serve-json.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -39,6 +42,7 @@ const LABEL = process.env.BENCH_AGENT_LABEL
 const DATE = process.env.BENCH_DATE || new Date().toISOString().slice(0, 10)
 /** Extra node flags for the served process, e.g. "--cpu-prof --cpu-prof-dir=DIR" (bench/profile.mjs summary reads the result). */
 const NODE_FLAGS = (process.env.BENCH_AGENT_NODE_FLAGS ?? "").split(" ").filter(Boolean)
+const PROFILE_DIR = process.env.BENCH_AGENT_PROFILE === "1" ? fs.mkdtempSync(path.join(os.tmpdir(), "agent-prof-")) : undefined
 
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -47,7 +51,14 @@ const quantile = (xs, q) => {
 const stats = (xs) => ({ n: xs.length, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), min: Math.min(...xs), max: Math.max(...xs) })
 const round = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === "number" ? Math.round(v * 100) / 100 : v]))
 
-const serve = () => serveJson({ root, dir: fixtures.dir, nodeFlags: NODE_FLAGS, env: { CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir } })
+const serve = () =>
+  serveJson({
+    root,
+    dir: fixtures.dir,
+    nodeFlags: [...NODE_FLAGS, ...(PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`])],
+    env: { CAPSULE_RUNTIME_CACHE_DIR: fixtures.cliCacheDir },
+    ...(PROFILE_DIR === undefined ? {} : { entry: "dist/main-modules.js" })
+  })
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
 const rpc = jsonRpc(agent)
@@ -192,6 +203,12 @@ const figures = {
     processPerTaskMean: Math.round(cpu.processPerTask * 100) / 100
   }
 }
+// The main thread's profile is the one of thread 0 (CPU.<date>.<time>.<pid>.0.<seq>.cpuprofile).
+if (PROFILE_DIR !== undefined) {
+  const mainProfile = fs.readdirSync(PROFILE_DIR).find((name) => name.split(".")[4] === "0")
+  if (mainProfile !== undefined) figures.mainThreadByArea = splitByArea(path.join(PROFILE_DIR, mainProfile), WARMUP + 2 * N)
+  fs.rmSync(PROFILE_DIR, { recursive: true, force: true })
+}
 const p50Turn = figures.watchToFinalFrame.perTurn.p50
 const result = {
   date: new Date().toISOString(),
@@ -214,5 +231,9 @@ console.log(`                                   per turn: ${f(figures.watchToFin
 console.log(`trace split per task (ms, ±1):`)
 for (const [k, s] of Object.entries(figures.traceSplitPerTask)) console.log(`  ${k.padEnd(14)} ${f(s)}`)
 console.log(`CPU per task (mean): main thread ${figures.cpuMs.mainThreadPerTaskMean} ms (request → final frame); whole process ${figures.cpuMs.processPerTaskMean} ms (workers, pool refills and pauses included)`)
+if (figures.mainThreadByArea !== undefined) {
+  console.log(`main thread by area (ms per task from the first task on, pauses and pool refills included; innermost runtime frame):`)
+  for (const row of figures.mainThreadByArea.rows) console.log(`  ${row.msPerTask.toFixed(2).padStart(7)}  ${row.area}`)
+}
 console.log(`target ≤ ${TARGET_P50_MS} ms p50 runtime overhead per turn: ${p50Turn.toFixed(1)} ms → ${result.target.met ? "MET" : "NOT MET"}`)
 console.log(`wrote ${path.relative(root, out)} (${result.wallSeconds.toFixed(1)} s)`)

@@ -1,12 +1,12 @@
-// Starts `node <flags> dist/main.js serve <dir> --json` with a bare environment and resolves once
+// Starts `node <flags> dist/main.js serve <dir> --json` (or another entry, e.g. dist/main-modules.js) with a bare environment and resolves once
 // its listening line is out: the agent benches' one way of standing up a served capsule.
 import { spawn } from "node:child_process"
 import * as http from "node:http"
 import * as path from "node:path"
 
-export const serveJson = ({ root, dir, nodeFlags = [], env }) =>
+export const serveJson = ({ root, dir, nodeFlags = [], env, entry = "dist/main.js" }) =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeFlags, path.join(root, "dist/main.js"), "serve", dir, "--json"], {
+    const child = spawn(process.execPath, [...nodeFlags, path.join(root, entry), "serve", dir, "--json"], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })

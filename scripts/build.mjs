@@ -53,6 +53,9 @@ const bundleCli = () => {
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
     external: ["typescript", "gpt-tokenizer", "@bytecodealliance/*", "componentize-qjs", "@andreiltd/*"]
   })
+  // The same entry over tsc's modules, for CPU profiles that name the runtime's files
+  // (BENCH_AGENT_PROFILE=1 in bench/agent.mjs); nothing else runs it.
+  esbuild.buildSync({ entryPoints: [join(root, "src", "main.ts")], format: "esm", platform: "node", outfile: join(root, "dist", "main-modules.js"), logLevel: "warning" })
 }
 
 const digest = sourcesDigest()
