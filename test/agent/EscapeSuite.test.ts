@@ -396,6 +396,6 @@ describe("a command dies with the runtime (item 1.8)", () => {
         alive = findProcess(["sleep", seconds]) !== undefined
       }
       expect(alive).toBe(false)
-    }, 30_000)
+    })
   }
 })

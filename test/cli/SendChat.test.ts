@@ -18,7 +18,7 @@ let served: ServeProcess
 
 beforeAll(async () => {
   served = await listeningCli(["serve", "--json"], {}, cleanups)
-}, 30_000)
+})
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })

@@ -63,7 +63,7 @@ describe("method names from Object.prototype", () => {
       { numRuns: 150 }
     )
     await stillServes(url)
-  }, 30_000)
+  })
 })
 
 /** `levels` nested objects (`{"a":…}`) around a scalar, as JSON text. */
@@ -93,7 +93,7 @@ describe("deep nesting", () => {
       }
     }
     await stillServes(url)
-  }, 30_000)
+  })
 
   it("params at the limit still decode", async () => {
     const { url } = await open()

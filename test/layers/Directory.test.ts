@@ -36,5 +36,5 @@ describe("CapsuleRuntime.layerDirectory", () => {
       )),
       Effect.ensuring(Effect.sync(() => rmSync(workdir, { recursive: true, force: true })))
     )
-  }, 30_000)
+  })
 })

@@ -138,7 +138,7 @@ describe("TelemetryLive", () => {
       await otlp.close()
       rmSync(workdir, { recursive: true, force: true })
     }
-  }, 30_000)
+  })
 
   it("a delegated child's task continues its parent's trace (TRACEPARENT), and the completion carries it back", async () => {
     const otlp = await receiver()

@@ -29,7 +29,7 @@ describe("run: murmur:message/send", () => {
     door = await openDoor()
     port = new URL(door.url).port
     origin = `http://127.0.0.1:${port}`
-  }, 30_000)
+  })
 
   afterEach(async () => {
     await door?.close()
