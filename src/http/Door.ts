@@ -8,7 +8,7 @@
  */
 import { type HttpApp, HttpLayerRouter, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Effect, FiberRef, Layer, LogLevel, Option, Scope } from "effect"
+import { Context, Effect, FiberRef, Layer, LogLevel, Scope } from "effect"
 import { EventLog } from "../services/EventLog.js"
 import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
@@ -48,9 +48,8 @@ export const makeRouter = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
   const rpc = yield* makeRpcRoute
-  // Answered by the door itself from the export roots, never by the agent (door spec §8.4, §8.5);
-  // a session without planes answers as a capsule that declared neither.
-  const planes = Option.getOrElse(yield* Effect.serviceOption(ResourcePlanes), () => ResourcePlanes.undeclared)
+  // Answered by the door itself from the export roots, never by the agent (door spec §8.4, §8.5).
+  const planes = yield* ResourcePlanes
   const planeRoute = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const audience = request.headers["x-murmur-audience"]
     return Effect.map(

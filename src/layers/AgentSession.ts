@@ -140,7 +140,8 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       // observability.otel_endpoint: this session's spans go there (else where the process sends them).
       const otelEndpoint = manifest.observability?.otelEndpoint
       return deliverCompletions(acceptance === "queue").pipe(
-        Layer.provideMerge(withCapsule(capsule, session)),
+        // The same planes layer as in `completions`: built once, the capsule's and the door's.
+        Layer.provideMerge(withCapsule(capsule, session, planes)),
         // Merged, not provided: the door serves the same export planes the capsule writes to.
         Layer.provideMerge(completions),
         Layer.provide(otelEndpoint === undefined ? Layer.empty : TelemetryLive(otelEndpoint)),

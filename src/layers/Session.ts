@@ -12,12 +12,18 @@ import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import type { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog, type EventLogConfig } from "../services/EventLog.js"
+import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry, type TaskRegistryConfig } from "../services/TaskRegistry.js"
 import { TaskRunner, type TaskRunnerConfig } from "../services/TaskRunner.js"
 
-/** What a session provides: its task services, its residue sources and who it is. */
-export type Session = TaskRegistry | TaskRunner | EventLog | SessionIdentity | DelegationTracker | DetachedRegistry
+/**
+ * What a session provides: its task services, its residue sources, who it is, and the export
+ * planes its door serves (`ResourcePlanes.undeclared` for a capsule that declares none). The door
+ * requires the planes, so a composition that leaves them out does not compile, rather than
+ * serving "no plane" for a capsule that declared one.
+ */
+export type Session = TaskRegistry | TaskRunner | EventLog | SessionIdentity | DelegationTracker | DetachedRegistry | ResourcePlanes
 
 /** A session's settings, the same for every kind of capsule. */
 export interface Options {
@@ -34,31 +40,38 @@ export interface Options {
  * sources (a capsule that delegates or detaches shell work reports it there). No door: the
  * registry's acceptance is `options.tasks.acceptance`, else the registry's default.
  */
-export const servicesLayer = <E, R>(capsule: Layer.Layer<Capsule, E, R>, options: Options = {}) => {
+export const servicesLayer = <E, R, EP = never, RP = never>(
+  capsule: Layer.Layer<Capsule, E, R>,
+  options: Options = {},
+  planes: Layer.Layer<ResourcePlanes, EP, RP> = ResourcePlanes.layerUndeclared as Layer.Layer<ResourcePlanes, EP, RP>
+) => {
   const residue = Layer.merge(DetachedRegistry.layer, DelegationTracker.layer)
   const base = Layer.mergeAll(
     TaskRegistry.layer(options.tasks),
     EventLog.layer(options.events),
     residue,
+    planes,
     capsule.pipe(Layer.provide(residue))
   )
   return TaskRunner.layer(options.runner).pipe(Layer.provideMerge(base))
 }
 
 /**
- * A session around a capsule layer. Reads the door's settings for the registry's default
- * acceptance and for what the card advertises (streaming, bearer auth).
+ * A session around a capsule layer and the export planes its door serves (none declared, unless
+ * given). Reads the door's settings for the registry's default acceptance and for what the card
+ * advertises (streaming, bearer auth).
  */
-export const withCapsule = <E, R>(
+export const withCapsule = <E, R, EP = never, RP = never>(
   capsule: Layer.Layer<Capsule, E, R>,
-  options: Options = {}
-): Layer.Layer<Session, E, Exclude<R, DelegationTracker | DetachedRegistry> | DoorAddress | DoorConfig> =>
+  options: Options = {},
+  planes: Layer.Layer<ResourcePlanes, EP, RP> = ResourcePlanes.layerUndeclared as Layer.Layer<ResourcePlanes, EP, RP>
+): Layer.Layer<Session, E | EP, Exclude<R, DelegationTracker | DetachedRegistry> | RP | DoorAddress | DoorConfig> =>
   Layer.unwrapEffect(Effect.map(DoorConfig, (door) =>
     SessionIdentity.layer({
       streaming: door.acceptance !== "none",
       bearer: !credentialsOf(door).open,
       sessionId: options.sessionId
-    }).pipe(Layer.provideMerge(servicesLayer(capsule, { ...options, tasks: { acceptance: door.acceptance, ...options.tasks } })))))
+    }).pipe(Layer.provideMerge(servicesLayer(capsule, { ...options, tasks: { acceptance: door.acceptance, ...options.tasks } }, planes)))))
 
 /** The session services around the `Capsule` in context (`CapsuleRuntime.layer`). */
 export const layer = (options: Options = {}): Layer.Layer<Session, never, Capsule | DoorAddress | DoorConfig> =>
