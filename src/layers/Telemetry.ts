@@ -21,9 +21,9 @@ export const TelemetryLive = (endpoint?: string) =>
     const configured = endpoint ?? Option.getOrUndefined(yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT")))
     if (configured === undefined || configured.trim() === "") return Layer.empty
     const serviceName = Option.getOrElse(yield* Config.option(Config.string("OTEL_SERVICE_NAME")), () => "capsule-runtime")
+    const [OtlpTracer, OtlpSerialization] = yield* Effect.promise(() => Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")]))
     // A one-shot run's last spans (its final task's) are sent by the export at shutdown: the
     // default 3 s for it was cut short on a loaded host and they were lost.
-    const [OtlpTracer, OtlpSerialization] = yield* Effect.promise(() => Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")]))
     const tracer = OtlpTracer.layer({ url: tracesUrl(configured), resource: { serviceName, serviceVersion: "0.1.0" }, exportInterval: "1 second", shutdownTimeout: "10 seconds" }).pipe(
       Layer.provide(Layer.merge(FetchHttpClient.layer, OtlpSerialization.layerJson))
     )

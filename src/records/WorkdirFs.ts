@@ -142,17 +142,20 @@ const inParent = <A>(workdir: string, path: string, create: boolean, body: (entr
 }
 
 /** Opens `path` beneath `workdir` (`O_NOFOLLOW` added); missing directories are made when `flags` has `O_CREAT`. */
+const linkAt = (path: string) => new WorkdirPathRefused({ path, component: componentsOf(path).join("/"), reason: "SymbolicLink" })
+
+/** Opens the last component of `path` (at `entry`) without following a link there. */
+const openEntry = (entry: string, path: string, flags: number, mode: number): number => {
+  try {
+    return openSync(entry, flags | O_NOFOLLOW, mode)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ELOOP" && isLink(entry)) throw linkAt(path)
+    throw error
+  }
+}
+
 export const open = (workdir: string, path: string, flags: number, mode = 0o666): number =>
-  inParent(workdir, path, (flags & O_CREAT) !== 0, (entry) => {
-    try {
-      return openSync(entry, flags | O_NOFOLLOW, mode)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ELOOP" && isLink(entry)) {
-        throw new WorkdirPathRefused({ path, component: componentsOf(path).join("/"), reason: "SymbolicLink" })
-      }
-      throw error
-    }
-  })
+  inParent(workdir, path, (flags & O_CREAT) !== 0, (entry) => openEntry(entry, path, flags, mode))
 
 const withFd = <A>(fd: number, body: (fd: number) => A): A => {
   try {
@@ -192,14 +195,13 @@ export const write = (workdir: string, path: string, content: string | Uint8Arra
  * at the name. A link there is refused as before.
  */
 const createFresh = (entry: string, path: string, mode: number): number => {
-  const refused = () => new WorkdirPathRefused({ path, component: componentsOf(path).join("/"), reason: "SymbolicLink" })
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       return openSync(entry, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
     }
-    if (isLink(entry)) throw refused()
+    if (isLink(entry)) throw linkAt(path)
     try {
       unlinkSync(entry)
     } catch (error) {
@@ -207,12 +209,7 @@ const createFresh = (entry: string, path: string, mode: number): number => {
     }
   }
   // Something keeps putting a file back: write the one that is there, as before.
-  try {
-    return openSync(entry, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode)
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ELOOP" && isLink(entry)) throw refused()
-    throw error
-  }
+  return openEntry(entry, path, O_WRONLY | O_CREAT | O_TRUNC, mode)
 }
 
 /**
