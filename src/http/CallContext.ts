@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http"
 import type { Origin, Provenance, Trust } from "../services/Task.js"
+import type { A2aVersion, Binding } from "./A2aWire.js"
 import type { Principal } from "./DoorScopes.js"
 import type { RpcId } from "./JsonRpc.js"
 
@@ -12,8 +13,11 @@ export interface CallContext {
   readonly id: RpcId
   readonly method: string
   readonly params: unknown
-  /** The request explicitly speaks A2A 0.3 (header, media type or `kind` fields). */
+  /** The request speaks A2A (a 1.0 method, or 0.3's header, media type or `kind` fields), not the reference's dialect. */
   readonly a2a: boolean
+  /** Which A2A spelling answers it (./ProtocolVersion.ts): 1.0 for 1.0 methods and routes. */
+  readonly version: A2aVersion
+  readonly binding: Binding
   readonly lastEventId: number | undefined
   readonly provenance: Provenance
   /** Who called (./DoorScopes.ts): what it may see of other principals' tasks and contexts. */

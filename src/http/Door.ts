@@ -19,9 +19,14 @@ import { bearerCheck, currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { credentialsOf } from "./DoorCredentials.js"
 import { loggedApp, tracedApp } from "./DoorTracing.js"
+import { restError } from "./A2a1Errors.js"
+import { VersionNotSupported } from "./DoorErrors.js"
+import { negotiate } from "./ProtocolVersion.js"
+import { makeRestRoute } from "./RestRoute.js"
 import { makeRpcRoute } from "./RpcRoute.js"
+import { toRpcError } from "./RpcErrors.js"
 
-const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the door serves POST / and GET /.well-known/agent-card.json"}`, {
+const notFound = HttpServerResponse.text(`{"error":"not_found","message":"the door serves POST / (JSON-RPC), A2A 1.0's HTTP+JSON routes and GET /.well-known/agent-card.json"}`, {
   status: 404,
   contentType: "application/json"
 })
@@ -48,6 +53,7 @@ export const makeRouter = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
   const rpc = yield* makeRpcRoute
+  const rest = yield* makeRestRoute
   // Answered by the door itself from the export roots, never by the agent (door spec §8.4, §8.5).
   const planes = yield* ResourcePlanes
   const planeRoute = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
@@ -57,10 +63,16 @@ export const makeRouter = Effect.gen(function*() {
       planeResponse
     )
   })
-  const card = Effect.succeed(HttpServerResponse.text(identity.cardJson, {
-    contentType: "application/json",
-    headers: { "cache-control": "no-cache" }
-  }))
+  // The card in the shape of the version asked for (A2A 1.0 §7: 0.3 clients send no header).
+  const cardHeaders = { "cache-control": "no-cache", vary: "A2A-Version" }
+  const card03 = HttpServerResponse.text(identity.cardJson, { contentType: "application/json", headers: cardHeaders })
+  const card10 = HttpServerResponse.text(identity.card1Json, { contentType: "application/json", headers: cardHeaders })
+  const card = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    const negotiated = negotiate(request.headers, request.url)
+    if (negotiated._tag === "Supported") return negotiated.version === "1.0" ? card10 : card03
+    const refusal = restError(toRpcError(new VersionNotSupported({ requested: negotiated.requested })))
+    return HttpServerResponse.text(refusal.body, { status: refusal.status, contentType: "application/json", headers: cardHeaders })
+  })
   const router = HttpRouter.empty.pipe(
     HttpRouter.get("/.well-known/agent-card.json", card),
     HttpRouter.get("/.well-known/agent.json", card),
@@ -69,6 +81,11 @@ export const makeRouter = Effect.gen(function*() {
     HttpRouter.head("/.well-known/agent-card.json", card),
     HttpRouter.head("/.well-known/agent.json", card),
     HttpRouter.post("/", rpc),
+    // A2A 1.0's HTTP+JSON binding (./RestRoute.ts routes within these).
+    HttpRouter.all("/message*", rest),
+    HttpRouter.all("/tasks", rest),
+    HttpRouter.all("/tasks/*", rest),
+    HttpRouter.all("/extendedAgentCard", rest),
     // Routing order of §2: the peer plane (whole segment, query stripped), then the resource plane.
     HttpRouter.all("/resources/*", planeRoute),
     HttpRouter.all("*", Effect.succeed(notFound))

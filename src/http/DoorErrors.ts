@@ -41,6 +41,11 @@ export class ContextNotOwned extends Schema.TaggedError<ContextNotOwned>()("Cont
 /** A streaming call while `limit` streams are open (`--max-watchers`). */
 export class TooManyStreams extends Schema.TaggedError<TooManyStreams>()("TooManyStreams", { limit: Schema.Number }) {}
 
+/** A request naming an A2A version this door does not speak (A2A 1.0 `VersionNotSupportedError`). */
+export class VersionNotSupported extends Schema.TaggedError<VersionNotSupported>()("VersionNotSupported", {
+  requested: Schema.String
+}) {}
+
 export type DoorError =
   | ParseError
   | InvalidRequest
@@ -53,3 +58,4 @@ export type DoorError =
   | CompletionMisaddressed
   | TooManyStreams
   | ContextNotOwned
+  | VersionNotSupported

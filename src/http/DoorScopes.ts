@@ -45,8 +45,22 @@ const methodScopes: ReadonlyMap<string, DoorScope> = new Map<string, DoorScope>(
   ["tasks/pushNotificationConfig/set", "send"],
   ["tasks/pushNotificationConfig/get", "send"],
   ["tasks/pushNotificationConfig/list", "send"],
-  ["tasks/pushNotificationConfig/delete", "send"]
+  ["tasks/pushNotificationConfig/delete", "send"],
+  // A2A 1.0's names of the same methods (./ProtocolVersion.ts).
+  ["SendMessage", "send"],
+  ["SendStreamingMessage", "send"],
+  ["GetTask", "read"],
+  ["ListTasks", "read"],
+  ["SubscribeToTask", "read"],
+  ["CancelTask", "cancel"],
+  ["CreateTaskPushNotificationConfig", "send"],
+  ["GetTaskPushNotificationConfig", "send"],
+  ["ListTaskPushNotificationConfigs", "send"],
+  ["DeleteTaskPushNotificationConfig", "send"]
 ])
+
+/** The methods that start a task, in both versions: a `completion`-origin one must prove it is its delegation's. */
+export const taskStarting: ReadonlySet<string> = new Set(["message/send", "message/stream", "SendMessage", "SendStreamingMessage"])
 
 /**
  * The scope a call needs: a `completion`-origin message (`message/send` or `message/stream`) needs `complete` (not `send`), so a
@@ -55,7 +69,7 @@ const methodScopes: ReadonlyMap<string, DoorScope> = new Map<string, DoorScope>(
  * answers -32601 anyway.
  */
 export const scopeOf = (method: string, origin: string): DoorScope | undefined =>
-  origin === "completion" && (method === "message/send" || method === "message/stream") ? "complete" : methodScopes.get(method)
+  origin === "completion" && taskStarting.has(method) ? "complete" : methodScopes.get(method)
 
 /** Whether `principal` may make a call needing `scope` (its group name, or the method's own reference name). */
 export const allows = (principal: Principal, scope: DoorScope, method: string): boolean =>

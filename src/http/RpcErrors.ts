@@ -7,6 +7,7 @@ import type { CompletionRefused } from "../services/DelegationTracker.js"
 import type { TaskNotAcceptingInput } from "../services/TaskRunner.js"
 import type { TaskNotFound } from "../services/TaskRegistry.js"
 import type { DoorError } from "./DoorErrors.js"
+import { supportedVersions } from "./ProtocolVersion.js"
 
 export interface RpcError {
   readonly code: number
@@ -54,6 +55,11 @@ export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure
       code: -32004,
       message: `completion is addressed to session ${e.addressed ?? "<unaddressed>"}, which is not the session running here`
     }),
-    CompletionRefused: (e) => ({ code: -32004, message: e.message })
+    CompletionRefused: (e) => ({ code: -32004, message: e.message }),
+    VersionNotSupported: (e) => ({
+      code: -32009,
+      message: `The requested A2A protocol version '${e.requested}' is not supported. Supported versions: ${supportedVersions.join(", ")}`,
+      data: { requested: e.requested }
+    })
   })
 )

@@ -16,6 +16,7 @@ import { DoorConfig } from "./DoorConfig.js"
 import { ContextNotOwned, InvalidParams, MethodNotFound, PushNotificationNotSupported, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
 import { isAdmin } from "./DoorScopes.js"
 import { decodeSendParams, decodeTaskQuery, type SendRequest } from "./Params.js"
+import { decodeListRequest, decodeSendRequest1 } from "./Params1.js"
 import {
   referenceAck,
   referenceClosed,
@@ -28,6 +29,7 @@ import {
 } from "./ReferenceWire.js"
 import type { RpcFailure } from "./RpcErrors.js"
 import { sseOnce, sseStream } from "./Sse.js"
+import { listTasks } from "./TaskListing.js"
 
 export type MethodResult =
   | { readonly _tag: "Json"; readonly result: unknown }
@@ -77,8 +79,9 @@ export const makeMethods = Effect.gen(function*() {
   /** A stream of one frame (a refusal, a snapshot), ended once written. */
   const sseOnly = (frame: string): MethodResult => sse(sseOnce(frame))
 
-  const encodeTask = (task: Task, a2a: boolean, historyLength?: number) =>
-    a2a ? a2aTask(task, { historyLength }) : referenceTask(task)
+  /** A task in the call's shapes: the reference's, or A2A's in the call's version. */
+  const encodeTask = (call: CallContext, task: Task, a2a: boolean, historyLength?: number) =>
+    a2a ? a2aTask(task, { historyLength }, call.version) : referenceTask(task)
 
   /** Frames of one task after a cursor, in reference shapes, up to its final status. */
   const referenceTaskStream = (taskId: string, after: number) =>
@@ -91,7 +94,7 @@ export const makeMethods = Effect.gen(function*() {
 
   /** The Task first, then its events after a cursor, up to a terminal or input-required state. */
   const a2aTaskStream = (call: CallContext, task: Task, after: number) => {
-    const encoder = a2aEncoder(call.id)
+    const encoder = a2aEncoder(call)
     return sseStream({
       open: log.open({ after, taskId: task.id }),
       first: encoder.task(task),
@@ -126,9 +129,11 @@ export const makeMethods = Effect.gen(function*() {
         (request.contextId === undefined || request.contextId === task.contextId))
     })
 
+  const decodeSend = (call: CallContext) => (call.version === "1.0" ? decodeSendRequest1(call.params) : decodeSendParams(call.params, call.a2a))
+
   const sendMessage: Method = (call) =>
     Effect.gen(function*() {
-      const request = yield* decodeSendParams(call.params, call.a2a)
+      const request = yield* decodeSend(call)
       const target = yield* continuation(call, request)
       let task: Task
       let a2a = call.a2a
@@ -148,13 +153,15 @@ export const makeMethods = Effect.gen(function*() {
         claimMinted(call, task)
       }
       if (request.blocking && !isTerminal(task.state)) task = yield* settledWithin(registry, task.id, config.blockingTimeoutMs)
-      return json(encodeTask(task, a2a, request.historyLength))
+      const encoded = encodeTask(call, task, a2a, request.historyLength)
+      // 1.0 answers a `SendMessageResponse`: the task under its oneof name.
+      return json(call.version === "1.0" ? { task: encoded } : encoded)
     })
 
   const streamMessage: Method = (call) =>
     Effect.gen(function*() {
       if (!startsTasks) return yield* streamingRefused(call)
-      const decoded = decodeSendParams(call.params, call.a2a)
+      const decoded = decodeSend(call)
       if (Either.isLeft(decoded)) {
         // The reference reports a bad message inside the stream; A2A clients get a plain error.
         if (call.a2a) return yield* decoded.left
@@ -179,7 +186,7 @@ export const makeMethods = Effect.gen(function*() {
       })
       claimMinted(call, acceptance.task)
       if (acceptance._tag === "Rejected") {
-        return sseOnly(call.a2a ? a2aEncoder(call.id).task(acceptance.task) : referenceRejected(acceptance.task))
+        return sseOnly(call.a2a ? a2aEncoder(call).task(acceptance.task) : referenceRejected(acceptance.task))
       }
       return sse(call.a2a ? a2aTaskStream(call, acceptance.task, cursor) : referenceTaskStream(acceptance.task.id, cursor))
     })
@@ -198,20 +205,20 @@ export const makeMethods = Effect.gen(function*() {
     if (Either.isLeft(query)) return Effect.fail(query.left)
     const { historyLength, id } = query.right
     if (id === undefined) return call.a2a ? Effect.fail(new InvalidParams({ detail: "tasks/get requires an id" })) : getCurrent(call)
-    return Effect.map(lookup(call, id), (task) => json(encodeTask(task, call.a2a || task.dialect === "a2a", historyLength)))
+    return Effect.map(lookup(call, id), (task) => json(encodeTask(call, task, call.a2a || task.dialect === "a2a", historyLength)))
   }
 
   const cancelTask: Method = (call) =>
     Effect.gen(function*() {
-      const { id } = yield* requireId(call.params, "tasks/cancel")
+      const { id } = yield* requireId(call.params, call.method)
       const known = yield* lookup(call, id)
       const a2a = call.a2a || known.dialect === "a2a"
       const outcome = yield* runner.cancel(id)
       switch (outcome._tag) {
         case "Canceled":
-          return json(a2a ? a2aTask(outcome.task, { residue: outcome.residue }) : referenceTask(outcome.task, outcome.residue))
+          return json(a2a ? a2aTask(outcome.task, { residue: outcome.residue }, call.version) : referenceTask(outcome.task, outcome.residue))
         case "AlreadyCanceled":
-          return json(encodeTask(outcome.task, a2a))
+          return json(encodeTask(call, outcome.task, a2a))
         case "AlreadyTerminal":
           if (a2a) return yield* new TaskNotCancelable({ taskId: id, state: outcome.task.state })
           return json(referenceTask(outcome.task))
@@ -221,7 +228,7 @@ export const makeMethods = Effect.gen(function*() {
   const resubscribe: Method = (call) =>
     Effect.gen(function*() {
       if (!startsTasks) return yield* streamingRefused(call)
-      const { id } = yield* requireId(call.params, "tasks/resubscribe")
+      const { id } = yield* requireId(call.params, call.method)
       const cursor = yield* log.lastId()
       const task = yield* lookup(call, id)
       if (isTerminal(task.state)) {
@@ -229,7 +236,7 @@ export const makeMethods = Effect.gen(function*() {
       }
       const after = call.lastEventId ?? cursor
       if (task.state === "input-required" && call.lastEventId === undefined) {
-        return sseOnly(a2aEncoder(call.id).task(task))
+        return sseOnly(a2aEncoder(call).task(task))
       }
       return sse(a2aTaskStream(call, task, after))
     })
@@ -264,6 +271,28 @@ export const makeMethods = Effect.gen(function*() {
     })))
   }
 
+  /** 1.0 `ListTasks`: the caller's tasks (every task for `admin`), newest first, a page at a time. */
+  const listTasksMethod: Method = (call) =>
+    Effect.gen(function*() {
+      const request = yield* decodeListRequest(call.params)
+      const all = isAdmin(call.principal)
+      const page = yield* listTasks(yield* registry.list(), request, (task) => all || owners.sees(call.principal, task.contextId))
+      return json({
+        tasks: page.tasks.map((task) =>
+          a2aTask(task, { historyLength: request.historyLength, withoutArtifacts: !request.includeArtifacts }, "1.0")
+        ),
+        nextPageToken: page.nextPageToken,
+        pageSize: request.pageSize,
+        totalSize: page.totalSize
+      })
+    })
+
+  /** Declared by a door with tokens, for any principal it let in (as in the reference 0.5). */
+  const extendedCard: Method = (call) =>
+    identity.card.supportsAuthenticatedExtendedCard
+      ? Effect.succeed(json(call.version === "1.0" ? identity.card1 : identity.card))
+      : Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card: it is open, and its public card is whole" }))
+
   const pushUnsupported: Method = (call) => Effect.fail(new PushNotificationNotSupported({ method: call.method }))
 
   // A Map, not an object literal: a method name is client data, and `constructor` or
@@ -282,14 +311,29 @@ export const makeMethods = Effect.gen(function*() {
     ["tasks/pushNotificationConfig/get", pushUnsupported],
     ["tasks/pushNotificationConfig/list", pushUnsupported],
     ["tasks/pushNotificationConfig/delete", pushUnsupported],
-    // Declared by a door with tokens, for any principal it let in (as in the reference 0.5).
-    ["agent/getAuthenticatedExtendedCard", () =>
-      identity.card.supportsAuthenticatedExtendedCard
-        ? Effect.succeed(json(identity.card))
-        : Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card: it is open, and its public card is whole" }))]
+    ["agent/getAuthenticatedExtendedCard", extendedCard],
+    // A2A 1.0 (./ProtocolVersion.ts): the same methods under 1.0's names, answered in 1.0's shapes.
+    ["SendMessage", sendMessage],
+    ["SendStreamingMessage", streamMessage],
+    ["GetTask", getTask],
+    ["ListTasks", listTasksMethod],
+    ["CancelTask", cancelTask],
+    ["SubscribeToTask", resubscribe],
+    ["CreateTaskPushNotificationConfig", pushUnsupported],
+    ["GetTaskPushNotificationConfig", pushUnsupported],
+    ["ListTaskPushNotificationConfigs", pushUnsupported],
+    ["DeleteTaskPushNotificationConfig", pushUnsupported],
+    ["GetExtendedAgentCard", extendedCard]
   ])
   return table
 })
 
 /** Methods that may answer with a stream: each call takes one of the door's stream slots. */
-export const streamingMethods: ReadonlySet<string> = new Set(["message/stream", "tasks/resubscribe", "stream/watch", "murmur.capsule/watch"])
+export const streamingMethods: ReadonlySet<string> = new Set([
+  "message/stream",
+  "tasks/resubscribe",
+  "stream/watch",
+  "murmur.capsule/watch",
+  "SendStreamingMessage",
+  "SubscribeToTask"
+])

@@ -1,26 +1,27 @@
 /**
- * `POST /`: body (with its limit), completion addressing and proof, envelope, dispatch, and the answer.
- * Every outcome is a well-formed response: JSON-RPC answers use HTTP 200, transport problems
- * (oversized body, wrong media type) their HTTP status with a JSON-RPC error body. Before a
- * method runs, its params' nesting is bounded and a streaming call takes a stream slot.
+ * `POST /`: body (with its limit), completion addressing, envelope, version, dispatch
+ * (./Dispatch.ts) and the answer. Every outcome is a well-formed response: JSON-RPC answers use
+ * HTTP 200, transport problems (oversized body, wrong media type) their HTTP status with a
+ * JSON-RPC error body. A 1.0 method (./ProtocolVersion.ts) is answered in 1.0's shapes, its
+ * errors with 1.0's `ErrorInfo` details.
  */
 import type { IncomingHttpHeaders } from "node:http"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Either, FiberRef } from "effect"
-import { DelegationTracker } from "../services/DelegationTracker.js"
+import { Effect, Either, FiberRef } from "effect"
 import { SessionIdentity } from "../services/SessionIdentity.js"
+import { v1Error } from "./A2a1Errors.js"
 import { type BodyOutcome, readBodyLater, readBodyNow } from "./Body.js"
-import { type CallContext, header, parseLastEventId, provenanceOf, speaksA2a } from "./CallContext.js"
-import { currentPrincipal, scopeChallenge, scopeMessage } from "./DoorAuth.js"
+import { header, provenanceOf } from "./CallContext.js"
+import { makeDispatch } from "./Dispatch.js"
+import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
-import { allows, type Principal, scopeOf } from "./DoorScopes.js"
-import { CompletionMisaddressed, InvalidParams, MethodNotFound, TooManyStreams } from "./DoorErrors.js"
-import { decodeRequest, encodeError, encodeResult, idOf, nestsDeeperThan, parseJson, type RpcId } from "./JsonRpc.js"
-import { makeMethods, type MethodResult, streamingMethods } from "./RpcMethods.js"
-import { internalError, type RpcError, toRpcError } from "./RpcErrors.js"
+import type { Principal } from "./DoorScopes.js"
+import { CompletionMisaddressed, VersionNotSupported } from "./DoorErrors.js"
+import { decodeRequest, encodeError, encodeResult, idOf, parseJson, type RpcId } from "./JsonRpc.js"
+import { negotiate, speaksV1 } from "./ProtocolVersion.js"
+import { type RpcError, toRpcError } from "./RpcErrors.js"
 import { sseHeaders } from "./Sse.js"
-import { makeStreamSlots } from "./StreamSlots.js"
 
 /**
  * A JSON answer with its length known: the body stays a string (no `TextEncoder` copy), so Node
@@ -34,32 +35,10 @@ const jsonResponse = (body: string, status = 200, headers?: Record<string, strin
     ...(headers === undefined ? {} : { headers })
   })
 
-/** The methods that start a task (and so turn a completion into one). */
-const taskStarting: ReadonlySet<string> = new Set(["message/send", "message/stream"])
-
-const errorResponse = (id: RpcId, error: RpcError, status = 200, headers?: Record<string, string>) =>
-  jsonResponse(encodeError(id, error), status, headers)
-
-/**
- * A known token without the method's scope: HTTP 403 with RFC 6750's challenge, and a JSON-RPC
- * error whose data names the scope. Implementation-defined code, clear of A2A's -32001…-32009;
- * 43 recalls HTTP 403.
- */
-export const insufficientScopeCode = -32043
-
-const insufficientScope = (id: RpcId, principal: Principal, scope: string, method: string) =>
-  errorResponse(id, {
-    code: insufficientScopeCode,
-    message: `Forbidden: ${scopeMessage(principal, scope)}`,
-    data: { error: "insufficient_scope", scope, method, principal: principal.name }
-  }, 403, { "www-authenticate": scopeChallenge(scope) })
-
 export const makeRpcRoute = Effect.gen(function*() {
-  const methods = yield* makeMethods
+  const dispatch = yield* makeDispatch
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
-  const delegations = yield* DelegationTracker
-  const slots = makeStreamSlots(config.maxWatchers)
 
   /** What a fully read body is answered: envelope, checks, dispatch and encoding. */
   const answer = (
@@ -68,6 +47,11 @@ export const makeRpcRoute = Effect.gen(function*() {
     body: BodyOutcome,
     principal: Principal
   ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+    const negotiated = negotiate(headers, request.url)
+    // Before a method is known, the header alone says which shape an error takes.
+    let v1 = negotiated._tag === "Unsupported" || negotiated.version === "1.0"
+    const errorResponse = (id: RpcId, error: RpcError, status = 200, extra?: Record<string, string>) =>
+      jsonResponse(encodeError(id, v1 ? v1Error(error) : error), status, extra)
     if (body._tag === "TooLarge") {
       return Effect.succeed(errorResponse(null, { code: -32600, message: `Invalid Request: the body exceeds ${body.limit} bytes` }, 413, {
         connection: "close"
@@ -87,62 +71,21 @@ export const makeRpcRoute = Effect.gen(function*() {
     const decoded = decodeRequest(body.text)
     if (Either.isLeft(decoded)) return Effect.succeed(errorResponse(decoded.left.id, toRpcError(decoded.left.error)))
     const { id, method, params } = decoded.right
-    const handler = methods.get(method)
-    if (handler === undefined) return Effect.succeed(errorResponse(id, toRpcError(new MethodNotFound({ method }))))
-    const scope = scopeOf(method, provenance.origin)
-    if (scope !== undefined && !allows(principal, scope, method)) return Effect.succeed(insufficientScope(id, principal, scope, method))
-    if (nestsDeeperThan(params, config.maxParamsDepth)) {
-      return Effect.succeed(errorResponse(id, toRpcError(new InvalidParams({ detail: `params nest deeper than ${config.maxParamsDepth} levels` }))))
+    if (negotiated._tag === "Unsupported") {
+      return Effect.succeed(errorResponse(id, toRpcError(new VersionNotSupported({ requested: negotiated.requested }))))
     }
-    if (streamingMethods.has(method)) {
-      const release = slots.acquire()
-      if (release === undefined) return Effect.succeed(errorResponse(id, toRpcError(new TooManyStreams({ limit: config.maxWatchers }))))
-      // The slot is held while the response is open: a stream's whole life, or a JSON answer's
-      // moment. Node emits `close` on every response, finished or cut, so no slot is lost.
-      const response = NodeHttpServerRequest.toServerResponse(request)
-      if (response.closed) release()
-      else response.once("close", release)
-    }
-
-    const call: CallContext = {
-      id,
-      method,
-      params,
-      a2a: speaksA2a(headers, params),
-      lastEventId: parseLastEventId(header(headers, "last-event-id")),
-      provenance,
-      principal
-    }
-    // A completion that would start a task must prove it is its delegation's one completion.
-    const run = provenance.origin === "completion" && taskStarting.has(method)
-      ? completing(provenance.delegationId, header(headers, "x-murmur-completion-secret")?.trim(), handler(call))
-      : handler(call)
-    return Effect.matchCauseEffect(run, {
-      onSuccess: (outcome) =>
-        Effect.succeed(
-          outcome._tag === "Json"
-            ? jsonResponse(encodeResult(id, outcome.result))
-            : HttpServerResponse.stream(outcome.body, { contentType: "text/event-stream", headers: sseHeaders })
-        ),
-      onFailure: (cause) => {
-        const failure = Cause.failureOption(cause)
-        if (failure._tag === "Some") return Effect.succeed(errorResponse(id, toRpcError(failure.value)))
-        // Interruption only (a client abort): no failure in it, so nothing of `RpcFailure` escapes.
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-        return Effect.logError("JSON-RPC handler died", cause).pipe(Effect.as(errorResponse(id, internalError)))
+    v1 = speaksV1(method)
+    return Effect.map(
+      dispatch({ request, headers, principal, provenance, id, method, params, version: v1 ? "1.0" : "0.3", binding: "JSONRPC" }),
+      (outcome) => {
+        if (outcome._tag === "Error") return errorResponse(id, outcome.error, outcome.status, outcome.headers)
+        const result = outcome.result
+        return result._tag === "Json"
+          ? jsonResponse(encodeResult(id, result.result))
+          : HttpServerResponse.stream(result.body, { contentType: "text/event-stream", headers: sseHeaders })
       }
-    })
+    )
   }
-
-  /** Claims the delegation's completion around `started`; it counts once a task exists. */
-  const completing = <E, R>(delegationId: string | undefined, secret: string | undefined, started: Effect.Effect<MethodResult, E, R>) =>
-    Effect.flatMap(delegations.claim(delegationId, secret), () =>
-      Effect.onExit(started, (exit) => {
-        const outcome = exit._tag === "Success" ? exit.value : undefined
-        const task = outcome?._tag === "Json" ? outcome.result as { id?: unknown; status?: { state?: unknown } } | undefined : undefined
-        const took = outcome !== undefined && (outcome._tag !== "Json" || (typeof task?.id === "string" && task.status?.state !== "rejected"))
-        return delegations.settle(delegationId!, took, typeof task?.id === "string" ? task.id : undefined)
-      }))
 
   // Plain functions around one Effect per step that can wait (the body, the method): a request
   // whose body Node already holds is answered without a generator or an extra suspension.
@@ -152,9 +95,11 @@ export const makeRpcRoute = Effect.gen(function*() {
     const contentType = header(headers, "content-type")
     if (contentType !== undefined && !/json/i.test(contentType)) {
       incoming.resume()
-      return Effect.succeed(errorResponse(null, { code: -32600, message: `Invalid Request: content-type must be application/json, not ${contentType}` }, 415, {
-        connection: "close"
-      }))
+      return Effect.succeed(jsonResponse(
+        encodeError(null, { code: -32600, message: `Invalid Request: content-type must be application/json, not ${contentType}` }),
+        415,
+        { connection: "close" }
+      ))
     }
     const now = readBodyNow(incoming, config.maxBodyBytes)
     return now === undefined

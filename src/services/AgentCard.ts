@@ -6,6 +6,10 @@
  * its public card (the well-known paths, read without a token) says what the agent is and how to
  * call it, and nothing of its session or grants. An open door has nothing to hold back from a
  * card: anyone can call it, so its public card stays whole (the reference's `W-SEC-032` says so).
+ *
+ * Each card exists in A2A 0.3's shape and in 1.0's (`agentCard1`): the same data, 1.0's names.
+ * The 0.3 card also lists 1.0's `supportedInterfaces` (the two versions' fields are disjoint), so
+ * a 1.0 client that fetched it without `A2A-Version` still finds the 1.0 bindings.
  */
 import type { CapsuleInfo } from "./Capsule.js"
 
@@ -13,6 +17,19 @@ export const capsuleExtensionUri = "urn:murmur:a2a:capsule:v1"
 
 /** JSON-RPC methods the door serves besides the A2A ones (vendor methods, spec 0.3 §3.5.5). */
 export const vendorMethods = ["stream/watch", "session/stop", "murmur.capsule/watch", "murmur.capsule/stop"] as const
+
+/**
+ * The bindings this door serves, preferred first (A2A 1.0 `AgentInterface`): 1.0 over JSON-RPC
+ * and HTTP+JSON at the door's URL, and 0.3 over JSON-RPC at the same URL (the method names tell
+ * the versions apart, ./http/ProtocolVersion.ts).
+ */
+export const supportedInterfaces = (url: string) => [
+  { url, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+  { url, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+  { url, protocolBinding: "JSONRPC", protocolVersion: "0.3" }
+]
+
+const bearerDescription = "The token the door was started with (serve --auth-token)"
 
 export const makeAgentCard = (options: {
   readonly info: CapsuleInfo
@@ -59,12 +76,13 @@ export const makeAgentCard = (options: {
     skills,
     ...(options.bearer === true
       ? {
-        securitySchemes: { bearer: { type: "http" as const, scheme: "bearer", description: "The token the door was started with (serve --auth-token)" } },
+        securitySchemes: { bearer: { type: "http" as const, scheme: "bearer", description: bearerDescription } },
         security: [{ bearer: [] as Array<string> }]
       }
       : {}),
     // Only a door with tokens keeps anything from its public card; an open door's card is whole.
     supportsAuthenticatedExtendedCard: options.bearer === true,
+    supportedInterfaces: supportedInterfaces(options.url),
     session_id: options.sessionId
   }
 }
@@ -84,3 +102,42 @@ export const publicCard = (card: AgentCard) => {
     skills: [{ id: "task", name: card.name, description: card.description, tags: ["capsule"] }]
   }
 }
+
+/** What the 1.0 card is made of: fields both the whole and the public 0.3 card have. */
+interface CardData {
+  readonly name: string
+  readonly description: string
+  readonly version: string
+  readonly supportedInterfaces: ReadonlyArray<object>
+  readonly capabilities: { readonly streaming: boolean; readonly pushNotifications: boolean; readonly extensions: ReadonlyArray<object> }
+  readonly defaultInputModes: ReadonlyArray<string>
+  readonly defaultOutputModes: ReadonlyArray<string>
+  readonly skills: ReadonlyArray<object>
+  readonly supportsAuthenticatedExtendedCard: boolean
+  readonly securitySchemes?: object
+}
+
+/**
+ * A card in A2A 1.0's shape (ProtoJSON of `AgentCard`): `supportedInterfaces` instead of `url`
+ * and transports, `capabilities.extendedAgentCard`, security as `httpAuthSecurityScheme` and
+ * `securityRequirements`. Murmur's own data is the capsule extension's params.
+ */
+export const agentCard1 = (card: CardData) => ({
+  name: card.name,
+  description: card.description,
+  supportedInterfaces: card.supportedInterfaces,
+  version: card.version,
+  capabilities: {
+    streaming: card.capabilities.streaming,
+    pushNotifications: card.capabilities.pushNotifications,
+    extensions: card.capabilities.extensions,
+    extendedAgentCard: card.supportsAuthenticatedExtendedCard
+  },
+  ...(card.securitySchemes === undefined ? {} : {
+    securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: "Bearer", description: bearerDescription } } },
+    securityRequirements: [{ schemes: { bearer: {} } }]
+  }),
+  defaultInputModes: card.defaultInputModes,
+  defaultOutputModes: card.defaultOutputModes,
+  skills: card.skills
+})

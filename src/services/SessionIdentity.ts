@@ -3,7 +3,7 @@
  * agent card built from them once, at start, and served verbatim afterwards.
  */
 import { Context, Effect, Layer } from "effect"
-import { type AgentCard, makeAgentCard, publicCard } from "./AgentCard.js"
+import { type AgentCard, agentCard1, makeAgentCard, publicCard } from "./AgentCard.js"
 import { Capsule, type CapsuleInfo } from "./Capsule.js"
 import { DoorAddress } from "./DoorAddress.js"
 import { mintId } from "./Ids.js"
@@ -17,6 +17,10 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   readonly card: AgentCard
   /** The public card (the well-known paths), serialised once: with tokens, without session id, tools or grants. */
   readonly cardJson: string
+  /** The whole card in A2A 1.0's shape (`GetExtendedAgentCard`). */
+  readonly card1: ReturnType<typeof agentCard1>
+  /** The public card in A2A 1.0's shape, serialised once (the well-known paths, asked with `A2A-Version: 1.0`). */
+  readonly card1Json: string
 }>() {
   /** The card's `url` is the `DoorAddress`; `streaming` is false when no task can start. */
   static readonly layer = (options: {
@@ -33,7 +37,16 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
         const { url } = yield* DoorAddress
         const sessionId = options.sessionId ?? mintId("ses")
         const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer })
-        return SessionIdentity.of({ sessionId, capsule: capsule.info, url, card, cardJson: JSON.stringify(options.bearer === true ? publicCard(card) : card) })
+        const shown = options.bearer === true ? publicCard(card) : card
+        return SessionIdentity.of({
+          sessionId,
+          capsule: capsule.info,
+          url,
+          card,
+          cardJson: JSON.stringify(shown),
+          card1: agentCard1(card),
+          card1Json: JSON.stringify(agentCard1(shown))
+        })
       })
     )
 }

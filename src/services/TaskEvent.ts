@@ -36,6 +36,9 @@ export interface FrameWire {
   /** The A2A event's `result` JSON, without and with `append` (only text chunks differ). */
   a2aResult?: string
   a2aAppendResult?: string
+  /** The same in A2A 1.0's spelling (a `StreamResponse`). */
+  a2a1Result?: string
+  a2a1AppendResult?: string
 }
 
 export const isFinal = (event: TaskEvent): boolean => event._tag === "Status" && event.final

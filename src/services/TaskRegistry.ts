@@ -120,6 +120,8 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   readonly startNext: () => Effect.Effect<Option.Option<Task>>
   /** Live task ids in acceptance order, and a snapshot of the counters. */
   readonly live: () => Effect.Effect<ReadonlyArray<string>>
+  /** Every task it still knows (live and retained), in no particular order: bounded by retention. */
+  readonly list: () => Effect.Effect<ReadonlyArray<Task>>
   /** Waits until the task is terminal or input-required (at once if it already is). */
   readonly awaitSettled: (taskId: string) => Effect.Effect<Task, TaskNotFound>
   /** Waits until a task resumed from input-required holds a slot again (at once if it does). */
@@ -364,6 +366,8 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       return ids.sort()
     })
 
+  const list = () => Effect.sync(() => Array.from(tasks.values()))
+
   const awaitSettled = (taskId: string) =>
     Effect.suspend((): Effect.Effect<Task, TaskNotFound> => {
       const task = tasks.get(taskId)
@@ -404,5 +408,5 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       retainedBytes: finishedBytes
     }))
 
-  return TaskRegistry.of({ accept, get, current, update, startNext, live, awaitSettled, awaitSlot, changes, close, stats })
+  return TaskRegistry.of({ accept, get, current, update, startNext, live, list, awaitSettled, awaitSlot, changes, close, stats })
 }

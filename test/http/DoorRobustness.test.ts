@@ -168,7 +168,7 @@ describe("request framing", () => {
 
   it("answers unknown routes with a JSON 404", async () => {
     const { url } = await open()
-    for (const [method, path] of [["GET", ""], ["GET", "tasks"], ["POST", "rpc"], ["PUT", ""], ["GET", ".well-known/other.json"]] as const) {
+    for (const [method, path] of [["GET", ""], ["GET", "task"], ["POST", "rpc"], ["PUT", ""], ["GET", ".well-known/other.json"]] as const) {
       const response = await fetch(`${url}${path}`, { method, ...(method === "GET" ? {} : { body: "{}", headers: { "content-type": "application/json" } }) })
       expect(response.status).toBe(404)
       expect(response.headers.get("content-type")).toMatch(/^application\/json/)

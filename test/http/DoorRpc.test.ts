@@ -186,7 +186,7 @@ describe("agent card", () => {
     const paths = [
       ".well-known/agent-card.json",
       ".well-known/agent.json",
-      ".well-known/agent-card.json?A2A-Version=1.0",
+      ".well-known/agent-card.json?A2A-Version=0.3",
       ".well-known/agent.json?x=1&y=2"
     ]
     const bodies: Array<string> = []
