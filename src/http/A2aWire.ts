@@ -18,8 +18,8 @@ import { sseComment, sseFrame } from "./Sse.js"
 
 export type A2aVersion = "0.3" | "1.0"
 
-/** How a call reached the door: JSON-RPC on `POST /`, or the 1.0 HTTP+JSON routes. */
-export type Binding = "JSONRPC" | "HTTP+JSON"
+/** How a call reached the door: JSON-RPC on `POST /`, the 1.0 HTTP+JSON routes, or gRPC (streams framed as HTTP+JSON's). */
+export type Binding = "JSONRPC" | "HTTP+JSON" | "GRPC"
 
 /** What differs between the versions' spellings of the same data. */
 interface Spelling {

@@ -27,7 +27,8 @@ export type Dispatched =
   | { readonly _tag: "Error"; readonly error: RpcError; readonly status?: number; readonly headers?: Record<string, string> }
 
 export interface Incoming {
-  readonly request: HttpServerRequest.HttpServerRequest
+  /** Calls `release` once the response is over (ended, or cut by the client). */
+  readonly whenDone: (release: () => void) => void
   readonly headers: IncomingHttpHeaders
   readonly principal: Principal
   readonly provenance: Provenance
@@ -51,6 +52,16 @@ const failed = (error: RpcError, status?: number, headers?: Record<string, strin
   ...(status === undefined ? {} : { status }),
   ...(headers === undefined ? {} : { headers })
 })
+
+/**
+ * When an HTTP response is over: Node emits `close` on every response, finished or cut, so a
+ * slot released on it is never lost.
+ */
+export const whenResponseDone = (request: HttpServerRequest.HttpServerRequest) => (release: () => void) => {
+  const response = NodeHttpServerRequest.toServerResponse(request)
+  if (response.closed) release()
+  else response.once("close", release)
+}
 
 export const makeDispatch = Effect.gen(function*() {
   const methods = yield* makeMethods
@@ -91,11 +102,8 @@ export const makeDispatch = Effect.gen(function*() {
     if (streamingMethods.has(method)) {
       const release = slots.acquire()
       if (release === undefined) return Effect.succeed(failed(toRpcError(new TooManyStreams({ limit: config.maxWatchers }))))
-      // The slot is held while the response is open: a stream's whole life, or a JSON answer's
-      // moment. Node emits `close` on every response, finished or cut, so no slot is lost.
-      const response = NodeHttpServerRequest.toServerResponse(incoming.request)
-      if (response.closed) release()
-      else response.once("close", release)
+      // The slot is held while the response is open: a stream's whole life, or a JSON answer's moment.
+      incoming.whenDone(release)
     }
     const { headers } = incoming
     const call: CallContext = {

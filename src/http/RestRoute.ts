@@ -24,7 +24,7 @@ import { Effect, FiberRef } from "effect"
 import { restError } from "./A2a1Errors.js"
 import { readBodyLater, readBodyNow } from "./Body.js"
 import { header, provenanceOf } from "./CallContext.js"
-import { makeDispatch } from "./Dispatch.js"
+import { makeDispatch, whenResponseDone } from "./Dispatch.js"
 import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { ContentTypeNotSupported, MethodNotFound, ParseError, VersionNotSupported } from "./DoorErrors.js"
@@ -120,7 +120,7 @@ export const makeRestRoute = Effect.gen(function*() {
     Effect.flatMap(FiberRef.get(currentPrincipal), (principal) =>
       Effect.map(
         dispatch({
-          request,
+          whenDone: whenResponseDone(request),
           headers,
           principal,
           provenance: provenanceOf(headers),

@@ -13,7 +13,7 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { v1Error } from "./A2a1Errors.js"
 import { type BodyOutcome, readBodyLater, readBodyNow } from "./Body.js"
 import { header, provenanceOf } from "./CallContext.js"
-import { makeDispatch } from "./Dispatch.js"
+import { makeDispatch, whenResponseDone } from "./Dispatch.js"
 import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import type { Principal } from "./DoorScopes.js"
@@ -76,7 +76,7 @@ export const makeRpcRoute = Effect.gen(function*() {
     }
     v1 = speaksV1(method)
     return Effect.map(
-      dispatch({ request, headers, principal, provenance, id, method, params, version: v1 ? "1.0" : "0.3", binding: "JSONRPC" }),
+      dispatch({ whenDone: whenResponseDone(request), headers, principal, provenance, id, method, params, version: v1 ? "1.0" : "0.3", binding: "JSONRPC" }),
       (outcome) => {
         if (outcome._tag === "Error") return errorResponse(id, outcome.error, outcome.status, outcome.headers)
         const result = outcome.result
