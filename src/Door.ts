@@ -27,7 +27,8 @@
  */
 import type { HttpApp, HttpLayerRouter, HttpServer } from "@effect/platform"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import type { Effect, Layer, Scope } from "effect"
+import { Effect, type Layer, type Scope } from "effect"
+import { DoorDispatch, makeDispatch } from "./http/Dispatch.js"
 import { makeDoorApp } from "./http/Door.js"
 import { DoorConfig, type DoorSettings } from "./http/DoorConfig.js"
 import * as server from "./layers/DoorServer.js"
@@ -111,7 +112,11 @@ export const layerHttpRouter: <E, R>(
  * @since 0.2.0
  * @category constructors
  */
-export const router: Effect.Effect<HttpApp.Default<unknown, never>, never, Scope.Scope | Session | DoorConfig> = makeDoorApp
+export const router: Effect.Effect<HttpApp.Default<unknown, never>, never, Scope.Scope | Session | DoorConfig> = Effect.provideServiceEffect(
+  makeDoorApp,
+  DoorDispatch,
+  makeDispatch
+)
 
 /**
  * The runtime's own Node HTTP server, with the door's header limits and read timeouts, bound at

@@ -178,16 +178,11 @@ const a2aEventJson = (frame: Frame, append: boolean, version: A2aVersion): strin
 }
 
 /**
- * Per-stream encoder: the request's id, the version and binding, and which turn artifacts were
- * opened (for `append`). Over JSON-RPC each `data:` is a JSON-RPC response with the request's
- * id; over HTTP+JSON it is the bare `StreamResponse`.
+ * One reader's events (a stream, a push config): each frame's event JSON, with `append` set for
+ * every text chunk after the first of its turn this reader saw.
  */
-export const a2aEncoder = (call: { readonly id: RpcId; readonly version: A2aVersion; readonly binding: Binding }) => {
+export const a2aEvents = (version: A2aVersion) => {
   const opened = new Set<string>()
-  const { version } = call
-  const enveloped = call.binding === "JSONRPC"
-  const prefix = enveloped ? `data: {"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":` : "data: "
-  const suffix = enveloped ? "}\n\n" : "\n\n"
   const appends = (frame: Frame) => {
     const event = frame.event
     if (event._tag !== "Text") return false
@@ -196,10 +191,24 @@ export const a2aEncoder = (call: { readonly id: RpcId; readonly version: A2aVers
     opened.add(artifactId)
     return false
   }
+  return (frame: Frame): string => a2aEventJson(frame, appends(frame), version)
+}
+
+/**
+ * Per-stream encoder: the request's id, the version and binding, and which turn artifacts were
+ * opened (for `append`). Over JSON-RPC each `data:` is a JSON-RPC response with the request's
+ * id; over HTTP+JSON it is the bare `StreamResponse`.
+ */
+export const a2aEncoder = (call: { readonly id: RpcId; readonly version: A2aVersion; readonly binding: Binding }) => {
+  const { version } = call
+  const enveloped = call.binding === "JSONRPC"
+  const prefix = enveloped ? `data: {"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":` : "data: "
+  const suffix = enveloped ? "}\n\n" : "\n\n"
+  const event = a2aEvents(version)
   const result = (value: unknown) => (enveloped ? encodeResult(call.id, value) : JSON.stringify(value))
   return {
     // The same bytes as `sseFrame` of the result: the data is one line of JSON.
-    frame: (frame: Frame) => `id: ${frame.id}\n${prefix}${a2aEventJson(frame, appends(frame), version)}${suffix}`,
+    frame: (frame: Frame) => `id: ${frame.id}\n${prefix}${event(frame)}${suffix}`,
     task: (task: Task) => {
       const shaped = a2aTask(task, {}, version)
       return sseFrame({ data: result(version === "1.0" ? { task: shaped } : shaped) })

@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from "node:http"
 import type { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect } from "effect"
+import { Cause, Context, Effect, Layer } from "effect"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import type { Provenance } from "../services/Task.js"
 import type { A2aVersion, Binding } from "./A2aWire.js"
@@ -133,3 +133,15 @@ export const makeDispatch = Effect.gen(function*() {
     })
   }
 })
+
+/**
+ * The session's one dispatch, shared by every binding that serves it (JSON-RPC, HTTP+JSON,
+ * gRPC): the door-side state it keeps (who owns which context, the push senders) is then the
+ * same whichever binding a call came by.
+ */
+export class DoorDispatch extends Context.Tag("capsule-runtime/http/DoorDispatch")<
+  DoorDispatch,
+  (incoming: Incoming) => Effect.Effect<Dispatched>
+>() {
+  static readonly layer = Layer.scoped(DoorDispatch, makeDispatch)
+}

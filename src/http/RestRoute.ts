@@ -24,7 +24,7 @@ import { Effect, FiberRef } from "effect"
 import { restError } from "./A2a1Errors.js"
 import { readBodyLater, readBodyNow } from "./Body.js"
 import { header, provenanceOf } from "./CallContext.js"
-import { makeDispatch, whenResponseDone } from "./Dispatch.js"
+import { DoorDispatch, whenResponseDone } from "./Dispatch.js"
 import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { ContentTypeNotSupported, MethodNotFound, ParseError, VersionNotSupported } from "./DoorErrors.js"
@@ -108,7 +108,7 @@ export const routeOf = (httpMethod: string, path: string, query: URLSearchParams
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 export const makeRestRoute = Effect.gen(function*() {
-  const dispatch = yield* makeDispatch
+  const dispatch = yield* DoorDispatch
   const config = yield* DoorConfig
 
   const call = (

@@ -13,7 +13,7 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { v1Error } from "./A2a1Errors.js"
 import { type BodyOutcome, readBodyLater, readBodyNow } from "./Body.js"
 import { header, provenanceOf } from "./CallContext.js"
-import { makeDispatch, whenResponseDone } from "./Dispatch.js"
+import { DoorDispatch, whenResponseDone } from "./Dispatch.js"
 import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import type { Principal } from "./DoorScopes.js"
@@ -36,7 +36,7 @@ const jsonResponse = (body: string, status = 200, headers?: Record<string, strin
   })
 
 export const makeRpcRoute = Effect.gen(function*() {
-  const dispatch = yield* makeDispatch
+  const dispatch = yield* DoorDispatch
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
 

@@ -9,6 +9,7 @@ import { HttpServer } from "@effect/platform"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Effect, Layer } from "effect"
 import type { HttpLayerRouter } from "@effect/platform"
+import { DoorDispatch } from "../http/Dispatch.js"
 import { DoorLive, mountDoor } from "../http/Door.js"
 import { type DoorConfig, type DoorSettings, defaultDoorSettings } from "../http/DoorConfig.js"
 import { DoorAddress } from "../services/DoorAddress.js"
@@ -24,6 +25,7 @@ export const serveDoor = <E, R>(
   settings: Partial<DoorSettings> = {}
 ): Layer.Layer<Session | DoorAddress | DoorConfig, E, HttpServer.HttpServer | Exclude<Exclude<R, DoorAddress>, DoorConfig>> =>
   DoorLive.pipe(
+    Layer.provide(DoorDispatch.layer),
     Layer.provideMerge(session),
     Layer.provideMerge(doorAddressLayer("/")),
     Layer.provideMerge(doorConfigLayer(settings))
@@ -36,6 +38,7 @@ export const mountedDoor = <E, R>(
 ): Layer.Layer<never, E, HttpLayerRouter.HttpRouter | HttpServer.HttpServer | Exclude<Exclude<R, DoorAddress>, DoorConfig>> => {
   const { path, ...settings } = options
   return mountDoor(path).pipe(
+    Layer.provide(DoorDispatch.layer),
     Layer.provide(session),
     Layer.provide(doorAddressLayer(path)),
     Layer.provide(doorConfigLayer(settings))
