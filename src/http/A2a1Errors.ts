@@ -37,6 +37,7 @@ const mappings: ReadonlyMap<number, Mapping> = new Map([
   [-32601, own("METHOD_NOT_FOUND", 404, "UNIMPLEMENTED")],
   [-32603, own("INTERNAL", 500, "INTERNAL")],
   [-32029, own("TOO_MANY_STREAMS", 429, "RESOURCE_EXHAUSTED")],
+  [-32031, own("TOO_MANY_PUSH_CONFIGS", 429, "RESOURCE_EXHAUSTED")],
   [-32043, own("INSUFFICIENT_SCOPE", 403, "PERMISSION_DENIED")]
 ])
 

@@ -33,6 +33,14 @@ export interface DoorSettings {
   readonly authToken?: Redacted.Redacted<string> | undefined
   /** The principals and their scopes (./DoorCredentials.ts); absent: made from `authToken` alone. */
   readonly credentials?: DoorCredentials | undefined
+  /**
+   * Webhook hosts a push may reach even at a loopback or private address (`--push-allow`: a
+   * host, an IP, `*.suffix` or `*`); every other such address is refused (../push/PushTarget.ts).
+   */
+  readonly pushAllow: ReadonlyArray<string>
+  /** Tries per push update, and how long each may take. */
+  readonly pushAttempts: number
+  readonly pushTimeoutMs: number
 }
 
 export const defaultDoorSettings: DoorSettings = {
@@ -48,7 +56,10 @@ export const defaultDoorSettings: DoorSettings = {
   heartbeatMs: 15_000,
   maxWatchers: 64,
   maxParamsDepth: 64,
-  blockingTimeoutMs: 20_000
+  blockingTimeoutMs: 20_000,
+  pushAllow: [],
+  pushAttempts: 5,
+  pushTimeoutMs: 10_000
 }
 
 export class DoorConfig extends Context.Tag("capsule-runtime/http/DoorConfig")<DoorConfig, DoorSettings>() {

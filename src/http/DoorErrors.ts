@@ -17,11 +17,6 @@ export class TaskNotCancelable extends Schema.TaggedError<TaskNotCancelable>()("
   state: Schema.String
 }) {}
 
-export class PushNotificationNotSupported extends Schema.TaggedError<PushNotificationNotSupported>()(
-  "PushNotificationNotSupported",
-  { method: Schema.String }
-) {}
-
 export class UnsupportedOperation extends Schema.TaggedError<UnsupportedOperation>()("UnsupportedOperation", {
   detail: Schema.String
 }) {}
@@ -52,7 +47,6 @@ export type DoorError =
   | MethodNotFound
   | InvalidParams
   | TaskNotCancelable
-  | PushNotificationNotSupported
   | UnsupportedOperation
   | ContentTypeNotSupported
   | CompletionMisaddressed

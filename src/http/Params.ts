@@ -7,6 +7,7 @@ import { Either, ParseResult, Schema } from "effect"
 import { mintId } from "../services/Ids.js"
 import type { Message, TextPart } from "../services/Task.js"
 import { ContentTypeNotSupported, InvalidParams } from "./DoorErrors.js"
+import { decodePushSpec, type PushSpec } from "./PushParams.js"
 
 const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
 
@@ -26,6 +27,7 @@ const WireMessage = Schema.Struct({
 
 const Configuration = Schema.Struct({
   blocking: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  pushNotificationConfig: Schema.optional(Schema.Unknown),
   historyLength: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.nonNegative())))
 })
 
@@ -59,6 +61,8 @@ export interface SendRequest {
   readonly contextId: string | undefined
   readonly blocking: boolean
   readonly historyLength: number | undefined
+  /** A push config given with the message (0.3 `pushNotificationConfig`, 1.0 `taskPushNotificationConfig`). */
+  readonly push: PushSpec | undefined
 }
 
 const decodeSend = decode(SendParams)
@@ -103,7 +107,15 @@ export const decodeSendParams = (
     }
     const taskId = wire.taskId ?? undefined
     const contextId = wire.contextId ?? undefined
+    const pushConfig = decoded.configuration?.pushNotificationConfig
+    let push: PushSpec | undefined
+    if (strict && pushConfig !== undefined && pushConfig !== null) {
+      const spec = decodePushSpec(pushConfig, "0.3")
+      if (Either.isLeft(spec)) return Either.left(spec.left)
+      push = spec.right
+    }
     return Either.right({
+      push,
       message: {
         role: wire.role === "agent" ? "agent" : "user",
         messageId: wire.messageId || mintId("msg"),

@@ -6,8 +6,9 @@
  */
 import { Either } from "effect"
 import type { TaskState } from "../services/Task.js"
-import { type ContentTypeNotSupported, InvalidParams, PushNotificationNotSupported } from "./DoorErrors.js"
+import { type ContentTypeNotSupported, InvalidParams } from "./DoorErrors.js"
 import { decodeSendParams, type SendRequest } from "./Params.js"
+import { decodePushSpec } from "./PushParams.js"
 
 type Json = Record<string, unknown>
 
@@ -46,25 +47,24 @@ const messageOf = (message: unknown): unknown => {
 
 /**
  * `SendMessage` / `SendStreamingMessage` params. `returnImmediately` is 0.3's `blocking`
- * inverted; an inline push config is refused, since this door declares no push notifications.
+ * inverted; `taskPushNotificationConfig` is a push config for the task the message makes.
  */
-export const decodeSendRequest1 = (
-  params: unknown
-): Either.Either<SendRequest, InvalidParams | ContentTypeNotSupported | PushNotificationNotSupported> => {
+export const decodeSendRequest1 = (params: unknown): Either.Either<SendRequest, InvalidParams | ContentTypeNotSupported> => {
   if (!isObject(params)) return Either.left(new InvalidParams({ detail: "params must be a SendMessageRequest object" }))
   const configuration = field(params, "configuration")
   const config = isObject(configuration) ? configuration : {}
-  if (field(config, "taskPushNotificationConfig") !== undefined && field(config, "taskPushNotificationConfig") !== null) {
-    return Either.left(new PushNotificationNotSupported({ method: "SendMessage (configuration.taskPushNotificationConfig)" }))
-  }
+  const inline = field(config, "taskPushNotificationConfig")
+  const push = inline === undefined || inline === null ? undefined : decodePushSpec(inline, "1.0")
+  if (push !== undefined && Either.isLeft(push)) return Either.left(push.left)
   const historyLength = field(config, "historyLength")
-  return decodeSendParams({
+  const decoded = decodeSendParams({
     message: messageOf(params.message),
     configuration: {
       blocking: field(config, "returnImmediately") !== true,
       ...(historyLength === undefined || historyLength === null ? {} : { historyLength })
     }
   }, true)
+  return Either.map(decoded, (request) => ({ ...request, push: push?.right }))
 }
 
 const states: ReadonlyArray<TaskState | undefined> = [

@@ -5,6 +5,7 @@
 import { Match } from "effect"
 import type { CompletionRefused } from "../services/DelegationTracker.js"
 import type { TaskNotAcceptingInput } from "../services/TaskRunner.js"
+import type { PushConfigLimit, PushConfigNotFound } from "../services/PushConfigs.js"
 import type { TaskNotFound } from "../services/TaskRegistry.js"
 import type { DoorError } from "./DoorErrors.js"
 import { supportedVersions } from "./ProtocolVersion.js"
@@ -15,7 +16,7 @@ export interface RpcError {
   readonly data?: unknown
 }
 
-export type RpcFailure = DoorError | TaskNotFound | TaskNotAcceptingInput | CompletionRefused
+export type RpcFailure = DoorError | TaskNotFound | TaskNotAcceptingInput | CompletionRefused | PushConfigNotFound | PushConfigLimit
 
 export const internalError: RpcError = { code: -32603, message: "Internal error" }
 
@@ -25,6 +26,9 @@ export const internalError: RpcError = { code: -32603, message: "Internal error"
  */
 export const tooManyStreamsCode = -32029
 
+/** Past the push-config bounds: implementation-defined, beside -32029 (both say "too many"). */
+export const tooManyPushConfigsCode = -32031
+
 export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure>().pipe(
   Match.tagsExhaustive({
     ParseError: (e) => ({ code: -32700, message: "Parse error", data: { detail: e.detail } }),
@@ -33,7 +37,6 @@ export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure
     InvalidParams: (e) => ({ code: -32602, message: `Invalid params: ${e.detail}` }),
     TaskNotFound: (e) => ({ code: -32001, message: "Task not found", data: { taskId: e.taskId } }),
     TaskNotCancelable: (e) => ({ code: -32002, message: "Task cannot be canceled", data: { taskId: e.taskId, state: e.state } }),
-    PushNotificationNotSupported: (e) => ({ code: -32003, message: "Push Notification is not supported", data: { method: e.method } }),
     UnsupportedOperation: (e) => ({ code: -32004, message: "This operation is not supported", data: { detail: e.detail } }),
     TaskNotAcceptingInput: (e) => ({
       code: -32004,
@@ -56,6 +59,17 @@ export const toRpcError: (error: RpcFailure) => RpcError = Match.type<RpcFailure
       message: `completion is addressed to session ${e.addressed ?? "<unaddressed>"}, which is not the session running here`
     }),
     CompletionRefused: (e) => ({ code: -32004, message: e.message }),
+    // As the official SDK answers an unknown config: the thing asked for is not there.
+    PushConfigNotFound: (e) => ({
+      code: -32001,
+      message: "Push notification config not found",
+      data: { taskId: e.taskId, pushNotificationConfigId: e.configId }
+    }),
+    PushConfigLimit: (e) => ({
+      code: tooManyPushConfigsCode,
+      message: `Too many push notification configs: at most ${e.limit} per ${e.per}; delete one first`,
+      data: { limit: e.limit, per: e.per }
+    }),
     VersionNotSupported: (e) => ({
       code: -32009,
       message: `The requested A2A protocol version '${e.requested}' is not supported. Supported versions: ${supportedVersions.join(", ")}`,

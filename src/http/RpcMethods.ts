@@ -13,7 +13,7 @@ import { settledWithin } from "./BlockingWait.js"
 import type { CallContext } from "./CallContext.js"
 import { makeContextOwners } from "./ContextOwners.js"
 import { DoorConfig } from "./DoorConfig.js"
-import { ContextNotOwned, InvalidParams, MethodNotFound, PushNotificationNotSupported, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
+import { ContextNotOwned, InvalidParams, MethodNotFound, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
 import { isAdmin } from "./DoorScopes.js"
 import { decodeSendParams, decodeTaskQuery, type SendRequest } from "./Params.js"
 import { decodeListRequest, decodeSendRequest1 } from "./Params1.js"
@@ -28,6 +28,7 @@ import {
   referenceTask
 } from "./ReferenceWire.js"
 import type { RpcFailure } from "./RpcErrors.js"
+import { makePushMethods } from "./PushMethods.js"
 import { sseOnce, sseStream } from "./Sse.js"
 import { listTasks } from "./TaskListing.js"
 
@@ -57,6 +58,7 @@ export const makeMethods = Effect.gen(function*() {
   const visible = (call: CallContext, task: Task): Effect.Effect<Task, TaskNotFound> =>
     owners.sees(call.principal, task.contextId) ? Effect.succeed(task) : Effect.fail(new TaskNotFound({ taskId: task.id }))
   const lookup = (call: CallContext, taskId: string) => Effect.flatMap(registry.get(taskId), (task) => visible(call, task))
+  const push = yield* makePushMethods(lookup)
 
   /**
    * The context a new task may use: one the caller claims or already owns. A completion is
@@ -135,11 +137,15 @@ export const makeMethods = Effect.gen(function*() {
     Effect.gen(function*() {
       const request = yield* decodeSend(call)
       const target = yield* continuation(call, request)
+      // A push config given with the message is checked before any task changes.
+      const pushSpec = request.push === undefined ? undefined : yield* push.prepare(request.push)
+      const cursor = yield* log.lastId()
       let task: Task
       let a2a = call.a2a
       if (Option.isSome(target)) {
         a2a = a2a || target.value.dialect === "a2a"
         task = yield* runner.resume(target.value.id, request.message)
+        if (pushSpec !== undefined) yield* push.attach(task, pushSpec, call.version, undefined, cursor)
       } else {
         if (!startsTasks) return yield* new MethodNotFound({ method: call.method })
         yield* claimContext(call, request.contextId)
@@ -151,6 +157,7 @@ export const makeMethods = Effect.gen(function*() {
         })
         task = acceptance.task
         claimMinted(call, task)
+        if (pushSpec !== undefined && acceptance._tag === "Accepted") yield* push.attach(task, pushSpec, call.version, task, cursor)
       }
       if (request.blocking && !isTerminal(task.state)) task = yield* settledWithin(registry, task.id, config.blockingTimeoutMs)
       const encoded = encodeTask(call, task, a2a, request.historyLength)
@@ -169,12 +176,14 @@ export const makeMethods = Effect.gen(function*() {
       }
       const request = decoded.right
       const target = request.taskId === undefined ? Option.none<Task>() : yield* continuation(call, request)
+      const pushSpec = request.push === undefined ? undefined : yield* push.prepare(request.push)
       const cursor = yield* log.lastId()
       if (Option.isSome(target)) {
         // A follow-up stream carries the new turn only: earlier frames (even after a
         // Last-Event-ID) would replay the input request that ended the previous stream.
         const a2a = call.a2a || target.value.dialect === "a2a"
         const task = yield* runner.resume(target.value.id, request.message)
+        if (pushSpec !== undefined) yield* push.attach(task, pushSpec, call.version, undefined, cursor)
         return sse(a2a ? a2aTaskStream(call, task, cursor) : referenceTaskStream(task.id, cursor))
       }
       yield* claimContext(call, request.contextId)
@@ -185,6 +194,7 @@ export const makeMethods = Effect.gen(function*() {
         dialect: call.a2a ? "a2a" : "reference"
       })
       claimMinted(call, acceptance.task)
+      if (pushSpec !== undefined && acceptance._tag === "Accepted") yield* push.attach(acceptance.task, pushSpec, call.version, acceptance.task, cursor)
       if (acceptance._tag === "Rejected") {
         return sseOnly(call.a2a ? a2aEncoder(call).task(acceptance.task) : referenceRejected(acceptance.task))
       }
@@ -293,7 +303,6 @@ export const makeMethods = Effect.gen(function*() {
       ? Effect.succeed(json(call.version === "1.0" ? identity.card1 : identity.card))
       : Effect.fail(new UnsupportedOperation({ detail: "this door has no authenticated extended card: it is open, and its public card is whole" }))
 
-  const pushUnsupported: Method = (call) => Effect.fail(new PushNotificationNotSupported({ method: call.method }))
 
   // A Map, not an object literal: a method name is client data, and `constructor` or
   // `__proto__` must miss like any unknown name instead of finding Object.prototype's members.
@@ -307,10 +316,6 @@ export const makeMethods = Effect.gen(function*() {
     ["stream/watch", watch],
     ["murmur.capsule/stop", stopSession],
     ["murmur.capsule/watch", watch],
-    ["tasks/pushNotificationConfig/set", pushUnsupported],
-    ["tasks/pushNotificationConfig/get", pushUnsupported],
-    ["tasks/pushNotificationConfig/list", pushUnsupported],
-    ["tasks/pushNotificationConfig/delete", pushUnsupported],
     ["agent/getAuthenticatedExtendedCard", extendedCard],
     // A2A 1.0 (./ProtocolVersion.ts): the same methods under 1.0's names, answered in 1.0's shapes.
     ["SendMessage", sendMessage],
@@ -319,11 +324,8 @@ export const makeMethods = Effect.gen(function*() {
     ["ListTasks", listTasksMethod],
     ["CancelTask", cancelTask],
     ["SubscribeToTask", resubscribe],
-    ["CreateTaskPushNotificationConfig", pushUnsupported],
-    ["GetTaskPushNotificationConfig", pushUnsupported],
-    ["ListTaskPushNotificationConfigs", pushUnsupported],
-    ["DeleteTaskPushNotificationConfig", pushUnsupported],
-    ["GetExtendedAgentCard", extendedCard]
+    ["GetExtendedAgentCard", extendedCard],
+    ...push.methods
   ])
   return table
 })

@@ -12,6 +12,7 @@ import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import type { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog, type EventLogConfig } from "../services/EventLog.js"
+import { PushConfigs, type PushLimits } from "../services/PushConfigs.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry, type TaskRegistryConfig } from "../services/TaskRegistry.js"
@@ -23,7 +24,7 @@ import { TaskRunner, type TaskRunnerConfig } from "../services/TaskRunner.js"
  * requires the planes, so a composition that leaves them out does not compile, rather than
  * serving "no plane" for a capsule that declared one.
  */
-export type Session = TaskRegistry | TaskRunner | EventLog | SessionIdentity | DelegationTracker | DetachedRegistry | ResourcePlanes
+export type Session = TaskRegistry | TaskRunner | EventLog | SessionIdentity | DelegationTracker | DetachedRegistry | ResourcePlanes | PushConfigs
 
 /** A session's settings, the same for every kind of capsule. */
 export interface Options {
@@ -33,6 +34,8 @@ export interface Options {
   readonly tasks?: Partial<TaskRegistryConfig> | undefined
   readonly runner?: Partial<TaskRunnerConfig> | undefined
   readonly events?: Partial<EventLogConfig> | undefined
+  /** Most push-notification configs per task and per session. */
+  readonly push?: Partial<PushLimits> | undefined
 }
 
 /**
@@ -49,6 +52,7 @@ export const servicesLayer = <E, R, EP = never, RP = never>(
   const base = Layer.mergeAll(
     TaskRegistry.layer(options.tasks),
     EventLog.layer(options.events),
+    PushConfigs.layer(options.push),
     residue,
     planes,
     capsule.pipe(Layer.provide(residue))

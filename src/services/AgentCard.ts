@@ -20,12 +20,14 @@ export const vendorMethods = ["stream/watch", "session/stop", "murmur.capsule/wa
 
 /**
  * The bindings this door serves, preferred first (A2A 1.0 `AgentInterface`): 1.0 over JSON-RPC
- * and HTTP+JSON at the door's URL, and 0.3 over JSON-RPC at the same URL (the method names tell
- * the versions apart, ./http/ProtocolVersion.ts).
+ * and HTTP+JSON at the door's URL, 1.0 over gRPC at its `host:port` when the door serves it, and
+ * 0.3 over JSON-RPC at the door's URL (the method names tell the versions apart,
+ * ./http/ProtocolVersion.ts).
  */
-export const supportedInterfaces = (url: string) => [
+export const supportedInterfaces = (url: string, grpc?: string) => [
   { url, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
   { url, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+  ...(grpc === undefined ? [] : [{ url: grpc, protocolBinding: "GRPC", protocolVersion: "1.0" }]),
   { url, protocolBinding: "JSONRPC", protocolVersion: "0.3" }
 ]
 
@@ -38,6 +40,8 @@ export const makeAgentCard = (options: {
   readonly streaming: boolean
   /** The door wants `Authorization: Bearer` (advertised as `securitySchemes` + `security`, A2A 0.3). */
   readonly bearer?: boolean | undefined
+  /** `host:port` of the gRPC binding, listed after HTTP+JSON when the door serves one. */
+  readonly grpc?: string | undefined
 }) => {
   const { info } = options
   const skills = info.tools.length > 0
@@ -53,7 +57,8 @@ export const makeAgentCard = (options: {
     version: info.version,
     capabilities: {
       streaming: options.streaming,
-      pushNotifications: false,
+      // Webhooks for task updates (../http/PushMethods.ts), in both versions.
+      pushNotifications: true,
       stateTransitionHistory: false,
       extensions: [{
         uri: capsuleExtensionUri,
@@ -82,7 +87,7 @@ export const makeAgentCard = (options: {
       : {}),
     // Only a door with tokens keeps anything from its public card; an open door's card is whole.
     supportsAuthenticatedExtendedCard: options.bearer === true,
-    supportedInterfaces: supportedInterfaces(options.url),
+    supportedInterfaces: supportedInterfaces(options.url, options.grpc),
     session_id: options.sessionId
   }
 }

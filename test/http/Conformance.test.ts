@@ -161,19 +161,21 @@ describe("agent card", () => {
     expect(errorOf(reply).code).toBe(-32001)
   })
 
-  it("CARD-3: declared capabilities are honest (streaming works, push answers -32003)", async () => {
-    const { url } = await open()
+  it("CARD-3: declared capabilities are honest (streaming works, push configs are taken)", async () => {
+    const { url } = await open({ door: { pushAllow: ["127.0.0.1"] } })
     const card: any = await (await fetch(`${url}.well-known/agent-card.json`)).json()
     expect(card.capabilities.streaming).toBe(true)
-    expect(card.capabilities.pushNotifications).toBe(false)
+    expect(card.capabilities.pushNotifications).toBe(true)
     const stream = await streamAll(url, "message/stream", send("/complete ok"))
     expect(stream.response.headers.get("content-type")).toMatch(/^text\/event-stream/)
     expect(stream.results.at(-1).result.status.state).toBe("completed")
+    const live = resultOf(await rpc(url, "message/send", send("/forever", {}, { blocking: false })))
     const push = await rpc(url, "tasks/pushNotificationConfig/set", {
-      taskId: "tsk_x",
+      taskId: live.id,
       pushNotificationConfig: { url: "http://127.0.0.1:9/hook" }
     })
-    expect(errorOf(push).code).toBe(-32003)
+    expect(resultOf(push).pushNotificationConfig.url).toBe("http://127.0.0.1:9/hook")
+    await rpc(url, "tasks/cancel", { id: live.id })
   })
 
   it("CARD-4 (SHOULD): the card carries caching headers (Cache-Control: no-cache)", async () => {
@@ -263,13 +265,12 @@ describe("JSON-RPC envelope", () => {
     const errors = [
       errorOf(await rpc(url, "tasks/get", { id: "tsk_missing" })),
       errorOf(await rpc(url, "tasks/cancel", { id: completed.id })),
-      errorOf(await rpc(url, "tasks/pushNotificationConfig/get", { id: completed.id })),
       errorOf(await rpc(url, "agent/getAuthenticatedExtendedCard", {})),
       errorOf(await rpc(url, "message/send", {
         message: a2aMessage("x", { parts: [{ kind: "data", data: { a: 1 } }] })
       }))
     ]
-    expect(errors.map((error) => error.code)).toEqual([-32001, -32002, -32003, -32004, -32005])
+    expect(errors.map((error) => error.code)).toEqual([-32001, -32002, -32004, -32005])
     for (const error of errors) {
       expect(error.code).toBeLessThanOrEqual(-32001)
       expect(error.code).toBeGreaterThanOrEqual(-32099)
@@ -682,21 +683,21 @@ describe("vendor methods, push, extended card", () => {
     ])
   })
 
-  it("PUSH-1: the push notification config methods answer -32003 with the spec message", async () => {
-    const { url } = await open()
-    const calls: Array<[string, unknown]> = [
-      ["tasks/pushNotificationConfig/set", { taskId: "t", pushNotificationConfig: { url: "http://127.0.0.1:9/hook" } }],
-      ["tasks/pushNotificationConfig/get", { id: "t" }],
-      ["tasks/pushNotificationConfig/list", { id: "t" }],
-      ["tasks/pushNotificationConfig/delete", { id: "t", pushNotificationConfigId: "c" }]
-    ]
-    for (const [method, params] of calls) {
-      const reply = await rpc(url, method, params, { id: method })
-      expect(reply.body.id).toBe(method)
-      const error = errorOf(reply)
-      expect(error.code, method).toBe(-32003)
-      expect(error.message, method).toBe("Push Notification is not supported")
-    }
+  it("PUSH-1: the push notification config methods take, read, list and delete configs in 0.3's shapes", async () => {
+    const { url } = await open({ door: { pushAllow: ["127.0.0.1"] } })
+    const live = resultOf(await rpc(url, "message/send", send("/forever", {}, { blocking: false })))
+    const config = { id: "cfg-1", url: "http://127.0.0.1:9/hook", token: "tk", authentication: { schemes: ["Bearer"], credentials: "cr" } }
+    const set = resultOf(await rpc(url, "tasks/pushNotificationConfig/set", { taskId: live.id, pushNotificationConfig: config }, { id: "set" }))
+    expect(set).toEqual({ taskId: live.id, pushNotificationConfig: config })
+    expect(resultOf(await rpc(url, "tasks/pushNotificationConfig/get", { id: live.id, pushNotificationConfigId: "cfg-1" }))).toEqual(set)
+    // Without a config id, 0.3 means the task's (first) config.
+    expect(resultOf(await rpc(url, "tasks/pushNotificationConfig/get", { id: live.id }))).toEqual(set)
+    expect(resultOf(await rpc(url, "tasks/pushNotificationConfig/list", { id: live.id }))).toEqual([set])
+    expect(resultOf(await rpc(url, "tasks/pushNotificationConfig/delete", { id: live.id, pushNotificationConfigId: "cfg-1" }))).toBeNull()
+    expect(resultOf(await rpc(url, "tasks/pushNotificationConfig/list", { id: live.id }))).toEqual([])
+    expect(errorOf(await rpc(url, "tasks/pushNotificationConfig/get", { id: live.id, pushNotificationConfigId: "cfg-1" })).code).toBe(-32001)
+    expect(errorOf(await rpc(url, "tasks/pushNotificationConfig/set", { taskId: "tsk_none", pushNotificationConfig: config })).code).toBe(-32001)
+    await rpc(url, "tasks/cancel", { id: live.id })
   })
 
   it("XCARD-1: agent/getAuthenticatedExtendedCard, not declared, answers -32004", async () => {

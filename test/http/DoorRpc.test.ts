@@ -206,7 +206,7 @@ describe("agent card", () => {
     for (const field of ["name", "description", "version", "defaultInputModes", "defaultOutputModes", "skills", "capabilities", "preferredTransport"]) {
       expect(card).toHaveProperty(field)
     }
-    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false, tools: [], shell: false, network: false })
+    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: true, tools: [], shell: false, network: false })
   })
 
   it("advertises streaming false under acceptance none", async () => {
@@ -704,14 +704,15 @@ describe("headers", () => {
     expect(task.lane).toBe("peer")
   })
 
-  it("answers the push-notification config methods with -32003 and the extended card with -32004", async () => {
+  it("answers the push-notification config methods of an unknown task with -32001 and the extended card with -32004", async () => {
     const { url } = await open()
-    for (const method of ["tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"]) {
-      const reply = await rpc(url, method, { id: "tsk_x" }, { id: method })
+    for (const method of ["tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"]) {
+      const reply = await rpc(url, method, { id: "tsk_x", pushNotificationConfigId: "c" }, { id: method })
       expect(reply.body.id).toBe(method)
-      expect(reply.body.error.code).toBe(-32003)
-      expect(reply.body.error.message).toBe("Push Notification is not supported")
+      expect(reply.body.error.code).toBe(-32001)
     }
+    const set = await rpc(url, "tasks/pushNotificationConfig/set", { taskId: "tsk_x", pushNotificationConfig: { url: "https://example.com/x" } })
+    expect(set.body.error.code).toBe(-32001)
     const card = await rpc(url, "agent/getAuthenticatedExtendedCard", {}, { id: "e" })
     expect(card.body).toMatchObject({ id: "e", error: { code: -32004, message: "This operation is not supported" } })
   })

@@ -10,7 +10,6 @@ import {
   ClientFactory,
   createAuthenticatingFetchWithRetry,
   JsonRpcTransportFactory,
-  PushNotificationNotSupportedError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError
@@ -84,7 +83,7 @@ describe("@a2a-js/sdk 0.3.14 ClientFactory / Client", () => {
   })
 
   const connect = async (): Promise<Client> => {
-    door = await openDoor()
+    door = await openDoor({ door: { pushAllow: ["127.0.0.1"] } })
     return new ClientFactory().createFromUrl(door.url)
   }
 
@@ -95,7 +94,7 @@ describe("@a2a-js/sdk 0.3.14 ClientFactory / Client", () => {
     expect(card.protocolVersion).toBe("0.3.0")
     expect(card.preferredTransport).toBe("JSONRPC")
     expect(card.capabilities.streaming).toBe(true)
-    expect(card.capabilities.pushNotifications).toBe(false)
+    expect(card.capabilities.pushNotifications).toBe(true)
   })
 
   it("sendMessage (blocking by default): a plain echo settles in input-required", async () => {
@@ -287,23 +286,18 @@ describe("@a2a-js/sdk 0.3.14 ClientFactory / Client", () => {
     expect(error.errorResponse.error.code).toBe(-32004)
   })
 
-  it("push notification config: the client refuses (card says false) and the door answers -32003", async () => {
+  it("push notification config: set, get, list and delete round trip; an unknown config is TaskNotFoundError", async () => {
     const client = await connect()
-    const task = asTask(await client.sendMessage(params("/complete x")))
-    const config = { taskId: task.id, pushNotificationConfig: { url: "http://127.0.0.1:9/hook" } }
-    expect(() => client.setTaskPushNotificationConfig(config)).toThrow(PushNotificationNotSupportedError)
-    const calls: Array<[string, () => Promise<unknown>]> = [
-      ["set", () => client.transport.setTaskPushNotificationConfig(config)],
-      ["get", () => client.transport.getTaskPushNotificationConfig({ id: task.id })],
-      ["list", () => client.transport.listTaskPushNotificationConfig({ id: task.id })],
-      ["delete", () => client.transport.deleteTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: "x" })]
-    ]
-    for (const [name, call] of calls) {
-      const error: any = await call().catch((e: unknown) => e)
-      expect(error, name).toBeInstanceOf(PushNotificationNotSupportedError)
-      expect(error.errorResponse.error.code, name).toBe(-32003)
-      expect(error.errorResponse.error.message, name).toBe("Push Notification is not supported")
-    }
+    const task = asTask(await client.sendMessage(params("/forever", {}, { blocking: false })))
+    const config = { taskId: task.id, pushNotificationConfig: { id: "cfg-a", url: "http://127.0.0.1:9/hook", token: "tk" } }
+    expect(await client.setTaskPushNotificationConfig(config)).toEqual(config)
+    // (0.3.14's client types these params as TaskIdParams; the spec's carry the config id too.)
+    expect(await client.getTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: "cfg-a" } as never)).toEqual(config)
+    expect(await client.listTaskPushNotificationConfig({ id: task.id })).toEqual([config])
+    await client.deleteTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: "cfg-a" })
+    const gone: any = await client.getTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: "cfg-a" } as never).catch((e: unknown) => e)
+    expect(gone).toBeInstanceOf(TaskNotFoundError)
+    await client.cancelTask({ id: task.id })
   })
 
   it("the extended card method is refused with UnsupportedOperationError (-32004)", async () => {
@@ -330,7 +324,7 @@ describe("@a2a-js/sdk 0.3.14 A2AClient (deprecated)", () => {
   })
 
   const connect = async () => {
-    door = await openDoor()
+    door = await openDoor({ door: { pushAllow: ["127.0.0.1"] } })
     return A2AClient.fromCardUrl(`${door.url}.well-known/agent-card.json`)
   }
 
@@ -406,16 +400,17 @@ describe("@a2a-js/sdk 0.3.14 A2AClient (deprecated)", () => {
     expect(last.status.state).toBe("completed")
   })
 
-  it("push notification config methods answer -32003", async () => {
+  it("push notification config methods: set, get, list and delete; an unknown task is -32001", async () => {
     const client = await connect()
-    await expect(client.setTaskPushNotificationConfig({ taskId: "t", pushNotificationConfig: { url: "http://127.0.0.1:9/" } }))
-      .rejects.toThrow(/push notifications/i)
-    const get: any = await client.getTaskPushNotificationConfig({ id: "t" })
-    expect(get.error.code).toBe(-32003)
-    const list: any = await client.listTaskPushNotificationConfig({ id: "t" })
-    expect(list.error.code).toBe(-32003)
-    const del: any = await client.deleteTaskPushNotificationConfig({ id: "t", pushNotificationConfigId: "c" })
-    expect(del.error.code).toBe(-32003)
+    const started = resultOf(await client.sendMessage(params("/forever", {}, { blocking: false })))
+    const config = { taskId: started.id, pushNotificationConfig: { id: "cfg-b", url: "http://127.0.0.1:9/" } }
+    expect(resultOf(await client.setTaskPushNotificationConfig(config))).toEqual(config)
+    expect(resultOf(await client.getTaskPushNotificationConfig({ id: started.id }))).toEqual(config)
+    expect(resultOf(await client.listTaskPushNotificationConfig({ id: started.id }))).toEqual([config])
+    expect(resultOf(await client.deleteTaskPushNotificationConfig({ id: started.id, pushNotificationConfigId: "cfg-b" }))).toBeNull()
+    const unknown: any = await client.getTaskPushNotificationConfig({ id: "tsk_none" })
+    expect(unknown.error.code).toBe(-32001)
+    await client.cancelTask({ id: started.id })
   })
 })
 

@@ -5,7 +5,10 @@
  */
 import {
   CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
   ListTasksRequest,
   type Message,
   Role,
@@ -26,7 +29,6 @@ import {
   RestTransportFactory
 } from "@a2a-js/sdk-1/client"
 import {
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -106,7 +108,7 @@ describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
       ["JSONRPC", "0.3", door!.url]
     ])
     expect(card.capabilities?.streaming).toBe(true)
-    expect(card.capabilities?.pushNotifications).toBe(false)
+    expect(card.capabilities?.pushNotifications).toBe(true)
     expect(card.capabilities?.extendedAgentCard).toBe(false)
   })
 
@@ -221,18 +223,26 @@ describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
     expect(again).toBeInstanceOf(UnsupportedOperationError)
   })
 
-  it("unknown ids are TaskNotFoundError; push configs are refused (the card says false)", async () => {
-    const client = await connect()
+  it("unknown ids are TaskNotFoundError; a push config round trip (create, get, list, delete)", async () => {
+    door = await openDoor({ door: { pushAllow: ["127.0.0.1"] } })
+    const client = await factoryFor(binding).createFromUrl(door.url)
     expect(await client.getTask(GetTaskRequest.fromJSON({ id: "tsk_nope" })).catch((e: unknown) => e)).toBeInstanceOf(TaskNotFoundError)
     expect(await client.cancelTask(CancelTaskRequest.fromJSON({ id: "tsk_nope" })).catch((e: unknown) => e)).toBeInstanceOf(TaskNotFoundError)
-    const task = asTask(await client.sendMessage(send("/complete hi")))
-    // The client reads the card's `pushNotifications: false` and refuses before calling, before
-    // returning a promise even (the door's own -32003 is checked on the wire in A2a1Wire.test.ts).
-    const push = await (async () =>
-      client.createTaskPushNotificationConfig(
-        TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: "http://127.0.0.1:9/hook", token: "tk" })
-      ))().catch((e: unknown) => e)
-    expect((push as Error).name).toBe(PushNotificationNotSupportedError.name)
+    const task = asTask(await client.sendMessage(send("/forever", {}, { returnImmediately: true })))
+    const made = await client.createTaskPushNotificationConfig(
+      TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: "http://127.0.0.1:9/hook", token: "tk", authentication: { scheme: "Bearer", credentials: "cr" } })
+    )
+    expect(made).toMatchObject({ taskId: task.id, url: "http://127.0.0.1:9/hook", token: "tk", authentication: { scheme: "Bearer", credentials: "cr" } })
+    expect(made.id).toMatch(/\S/)
+    const got = await client.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: made.id }))
+    expect(got).toEqual(made)
+    const listed = await client.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id }))
+    expect(listed.configs).toEqual([made])
+    await client.deleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: made.id }))
+    const gone = await client.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: made.id }))
+      .catch((e: unknown) => e)
+    expect(gone).toBeInstanceOf(TaskNotFoundError)
+    await client.cancelTask(CancelTaskRequest.fromJSON({ id: task.id }))
   })
 
   it("with a door token: the client authenticates, and getAgentCard returns the extended card", async () => {
