@@ -4,6 +4,7 @@
  * ours: each bounds what an unauthenticated client can make the door hold or compute.
  */
 import { Context, Layer, type Redacted } from "effect"
+import type { CardSigner } from "../services/CardSignature.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import type { DoorCredentials } from "./DoorCredentials.js"
 
@@ -41,6 +42,8 @@ export interface DoorSettings {
   /** Tries per push update, and how long each may take. */
   readonly pushAttempts: number
   readonly pushTimeoutMs: number
+  /** Signs the A2A 1.0 cards with the operator's key (`--card-signing-key`). */
+  readonly cardSigner?: CardSigner | undefined
 }
 
 export const defaultDoorSettings: DoorSettings = {

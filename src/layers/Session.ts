@@ -74,7 +74,8 @@ export const withCapsule = <E, R, EP = never, RP = never>(
     SessionIdentity.layer({
       streaming: door.acceptance !== "none",
       bearer: !credentialsOf(door).open,
-      sessionId: options.sessionId
+      sessionId: options.sessionId,
+      signer: door.cardSigner
     }).pipe(Layer.provideMerge(servicesLayer(capsule, { ...options, tasks: { acceptance: door.acceptance, ...options.tasks } }, planes)))))
 
 /** The session services around the `Capsule` in context (`CapsuleRuntime.layer`). */

@@ -135,7 +135,11 @@ export const agentCard1 = (card: CardData) => ({
   capabilities: {
     streaming: card.capabilities.streaming,
     pushNotifications: card.capabilities.pushNotifications,
-    extensions: card.capabilities.extensions,
+    // ProtoJSON leaves a false plain bool out (a signed card must be in that normal form).
+    extensions: card.capabilities.extensions.map((extension) => {
+      const { required, ...rest } = extension as { required?: boolean }
+      return required === true ? extension : rest
+    }),
     extendedAgentCard: card.supportsAuthenticatedExtendedCard
   },
   ...(card.securitySchemes === undefined ? {} : {

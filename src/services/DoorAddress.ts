@@ -9,6 +9,8 @@ import { Context, Layer } from "effect"
 export class DoorAddress extends Context.Tag("capsule-runtime/services/DoorAddress")<DoorAddress, {
   /** Absolute `http://host:port/prefix/`, ending in `/`. */
   readonly url: string
+  /** `host:port` of the door's gRPC binding, when it serves one (`serve --grpc-port`). */
+  readonly grpc?: string | undefined
 }>() {
   /** A fixed address (a door mounted by a host that knows its own URL). */
   static readonly layer = (url: string) => Layer.succeed(DoorAddress, DoorAddress.of({ url: url.endsWith("/") ? url : `${url}/` }))

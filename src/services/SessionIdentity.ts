@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { type AgentCard, agentCard1, makeAgentCard, publicCard } from "./AgentCard.js"
 import { Capsule, type CapsuleInfo } from "./Capsule.js"
+import { type CardSigner, signCard } from "./CardSignature.js"
 import { DoorAddress } from "./DoorAddress.js"
 import { mintId } from "./Ids.js"
 
@@ -29,23 +30,26 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
     readonly bearer?: boolean | undefined
     /** The session's id when it was minted earlier (e.g. to name the workdir); else a new one. */
     readonly sessionId?: string | undefined
+    /** Signs the 1.0 cards (the operator's key), when given. */
+    readonly signer?: CardSigner | undefined
   }) =>
     Layer.effect(
       SessionIdentity,
       Effect.gen(function*() {
         const capsule = yield* Capsule
-        const { url } = yield* DoorAddress
+        const { grpc, url } = yield* DoorAddress
         const sessionId = options.sessionId ?? mintId("ses")
-        const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer })
+        const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer, grpc })
         const shown = options.bearer === true ? publicCard(card) : card
+        const signed = <Card extends object>(made: Card) => (options.signer === undefined ? made : signCard(made, options.signer))
         return SessionIdentity.of({
           sessionId,
           capsule: capsule.info,
           url,
           card,
           cardJson: JSON.stringify(shown),
-          card1: agentCard1(card),
-          card1Json: JSON.stringify(agentCard1(shown))
+          card1: signed(agentCard1(card)),
+          card1Json: JSON.stringify(signed(agentCard1(shown)))
         })
       })
     )
