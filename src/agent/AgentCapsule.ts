@@ -46,7 +46,9 @@ export const agentInfo = (prepared: PreparedAgent): CapsuleInfo => {
     tools: prepared.toolList.map((tool) => tool.name),
     shell: prepared.shell.allow.length > 0,
     network: (manifest.capabilities.network?.allow.length ?? 0) > 0,
-    conversationMode: prepared.lifecycle.conversation
+    conversationMode: prepared.lifecycle.conversation,
+    // File and data parts land in the workdir under inputs/ (./Attachments.ts).
+    attachments: true
   }
 }
 

@@ -14,6 +14,8 @@ import { type GuestHost, type GuestTemplate, Sandbox, type ToolSpec } from "../s
 import { guestLog } from "../sandbox/GuestLog.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import { CapsuleFailure, INPUT_TIMEOUT, type TaskInput, type TaskIO } from "../services/Capsule.js"
+import { parseAllowList } from "../project/NetworkPolicy.js"
+import { stageAttachments } from "./Attachments.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { Shell } from "../shell/Shell.js"
@@ -138,6 +140,10 @@ interface TaskRun {
 /** A trace write that failed fails the task as a host error. */
 const traced = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.mapError((error) => new CapsuleFailure({ reason: "HostError", message: `agent loop failed: ${error.message}` })))
+
+/** The capsule's `network.allow`, validated when the manifest was read. */
+const networkRulesOf = (prepared: AgentEnv["prepared"]) =>
+  Either.getOrElse(parseAllowList(prepared.project.manifest.capabilities.network?.allow ?? []), () => [])
 
 /** Opens the task: its guest log, `task.md` and its first trace lines, all under way. */
 const beginTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
@@ -430,8 +436,13 @@ const canceled = (task: TaskRun) =>
  * Runs one task; fails only with a host-side error or an input timeout. Interruption (cancel)
  * stops it at once, and what the cancel leaves is traced on the way out.
  */
-export const runAgentTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
+export const runAgentTask = (env: AgentEnv, given: TaskInput, io: TaskIO) =>
   Effect.gen(function*() {
+    // Attachments land in the workdir first; the task's text (task.md, the first turn) names them.
+    const listing = yield* stageAttachments(env.prepared.workdir, given.attachments, networkRulesOf(env.prepared)).pipe(
+      Effect.catchTag("WorkdirPathRefused", (error) => Effect.fail(new CapsuleFailure({ reason: "HostError", message: error.message })))
+    )
+    const input = listing === "" ? given : { ...given, text: `${given.text}${listing}` }
     const task = yield* beginTask(env, input, io)
     const { workdir } = env.prepared
     const outcome = yield* turns(task).pipe(

@@ -11,7 +11,7 @@
  * answer is an artifact plus the final status message.
  */
 import type { ResidueItem } from "../services/Residue.js"
-import type { Message, Task, TaskState } from "../services/Task.js"
+import type { Message, Part, Task, TaskState } from "../services/Task.js"
 import type { Frame } from "../services/TaskEvent.js"
 import { encodeResult, type RpcId } from "./JsonRpc.js"
 import { sseComment, sseFrame } from "./Sse.js"
@@ -27,13 +27,32 @@ interface Spelling {
   readonly state: (state: TaskState) => string
   readonly role: (role: "user" | "agent") => string
   readonly text: (text: string) => object
+  readonly part: (part: Part) => object
 }
 
 const v03: Spelling = {
   kinds: true,
   state: (state) => state,
   role: (role) => role,
-  text: (text) => ({ kind: "text", text })
+  text: (text) => ({ kind: "text", text }),
+  part: (part) => {
+    switch (part.kind) {
+      case "text":
+        return { kind: "text", text: part.text }
+      case "data":
+        return { kind: "data", data: part.data }
+      case "file":
+        return {
+          kind: "file",
+          file: {
+            ...(part.bytes === undefined ? {} : { bytes: part.bytes }),
+            ...(part.uri === undefined ? {} : { uri: part.uri }),
+            ...(part.name === undefined ? {} : { name: part.name }),
+            ...(part.mediaType === undefined ? {} : { mimeType: part.mediaType })
+          }
+        }
+    }
+  }
 }
 
 /** ProtoJSON enum names (`a2a.proto`): `input-required` is `TASK_STATE_INPUT_REQUIRED`. */
@@ -43,7 +62,22 @@ const v10: Spelling = {
   kinds: false,
   state: v1State,
   role: (role) => (role === "user" ? "ROLE_USER" : "ROLE_AGENT"),
-  text: (text) => ({ text })
+  text: (text) => ({ text }),
+  part: (part) => {
+    const mediaType = part.kind === "text" || part.mediaType === undefined ? {} : { mediaType: part.mediaType }
+    switch (part.kind) {
+      case "text":
+        return { text: part.text }
+      case "data":
+        return { data: part.data, ...mediaType }
+      case "file":
+        return {
+          ...(part.bytes === undefined ? { url: part.uri } : { raw: part.bytes }),
+          ...(part.name === undefined ? {} : { filename: part.name }),
+          ...mediaType
+        }
+    }
+  }
 }
 
 const spellingOf = (version: A2aVersion) => (version === "1.0" ? v10 : v03)
@@ -54,7 +88,7 @@ const messageOf = (message: Message, spelling: Spelling) => ({
   ...kindOf(spelling, "message"),
   role: spelling.role(message.role),
   messageId: message.messageId,
-  parts: message.parts.map((part) => spelling.text(part.text)),
+  parts: message.parts.map(spelling.part),
   ...(message.taskId === undefined ? {} : { taskId: message.taskId }),
   ...(message.contextId === undefined ? {} : { contextId: message.contextId })
 })

@@ -36,7 +36,7 @@ export interface DoorSettings {
   readonly credentials?: DoorCredentials | undefined
   /**
    * Webhook hosts a push may reach even at a loopback or private address (`--push-allow`: a
-   * host, an IP, `*.suffix` or `*`); every other such address is refused (../push/PushTarget.ts).
+   * host, an IP, `*.suffix` or `*`); every other such address is refused (./push/PushTarget.ts).
    */
   readonly pushAllow: ReadonlyArray<string>
   /** Tries per push update, and how long each may take. */

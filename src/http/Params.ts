@@ -5,7 +5,8 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { mintId } from "../services/Ids.js"
-import type { Message, TextPart } from "../services/Task.js"
+import type { Message, Part } from "../services/Task.js"
+import { decodeDataPart, decodeFilePart } from "./Attachments.js"
 import { ContentTypeNotSupported, InvalidParams } from "./DoorErrors.js"
 import { decodePushSpec, type PushSpec } from "./PushParams.js"
 
@@ -13,7 +14,10 @@ const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
 
 const WirePart = Schema.Struct({
   kind: Schema.optional(Schema.String),
-  text: Schema.optional(Schema.String)
+  text: Schema.optional(Schema.String),
+  data: Schema.optional(Schema.Unknown),
+  file: Schema.optional(Schema.Unknown),
+  mediaType: Schema.optional(Schema.Unknown)
 })
 
 const WireMessage = Schema.Struct({
@@ -73,7 +77,9 @@ const decodeSend = decode(SendParams)
  */
 export const decodeSendParams = (
   params: unknown,
-  strict: boolean
+  strict: boolean,
+  /** 1.0's data parts hold any JSON value; 0.3's an object. */
+  anyJsonData = false
 ): Either.Either<SendRequest, InvalidParams | ContentTypeNotSupported> => {
   const shaped = typeof params === "object" && params !== null && !Array.isArray(params) && !("message" in params) && !strict
     ? { message: params }
@@ -87,13 +93,14 @@ export const decodeSendParams = (
     // A message in A2A shapes (`kind` on it or on a part) names every part's kind; one with no
     // `kind` anywhere is read as the reference's, which infers text from a `text` field.
     const kindRequired = strict && (wire.kind === "message" || wire.parts.some((part) => part.kind !== undefined))
-    const parts: Array<TextPart> = []
+    const parts: Array<Part> = []
     for (const part of wire.parts) {
       const kind = kindRequired ? part.kind : part.kind ?? (part.text === undefined ? undefined : "text")
       if (kind === "file" || kind === "data") {
-        return Either.left(new ContentTypeNotSupported({ detail: `this capsule takes text parts only, not ${kind} parts` }))
-      }
-      if (kind === "text") {
+        const decoded: Either.Either<Part, InvalidParams> = kind === "file" ? decodeFilePart(part.file) : decodeDataPart(part, anyJsonData)
+        if (Either.isLeft(decoded)) return Either.left(decoded.left)
+        parts.push(decoded.right)
+      } else if (kind === "text") {
         if (part.text === undefined) return Either.left(new InvalidParams({ detail: "a text part needs a string text" }))
         parts.push({ kind: "text", text: part.text })
       } else if (kind !== undefined || strict) {

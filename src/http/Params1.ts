@@ -23,12 +23,15 @@ const field = (record: Json, camel: string): unknown => {
 
 const roles: ReadonlyMap<unknown, string> = new Map<unknown, string>([["ROLE_USER", "user"], [1, "user"], ["ROLE_AGENT", "agent"], [2, "agent"]])
 
-/** A 1.0 part (oneof `text` | `raw` | `url` | `data`) as the 0.3 part it is. */
+/** A 1.0 part (oneof `text` | `raw` | `url` | `data`, with `filename`, `mediaType`) as the 0.3 part it is. */
 const partOf = (part: unknown): unknown => {
   if (!isObject(part)) return part
+  const mediaType = field(part, "mediaType")
   if ("text" in part) return { kind: "text", text: part.text }
-  if ("raw" in part || "url" in part) return { kind: "file" }
-  if ("data" in part) return { kind: "data" }
+  if ("raw" in part || "url" in part) {
+    return { kind: "file", file: { bytes: part.raw, uri: part.url, name: part.filename, mimeType: mediaType } }
+  }
+  if ("data" in part) return { kind: "data", data: part.data, mediaType }
   return { kind: "none" }
 }
 
@@ -63,7 +66,7 @@ export const decodeSendRequest1 = (params: unknown): Either.Either<SendRequest, 
       blocking: field(config, "returnImmediately") !== true,
       ...(historyLength === undefined || historyLength === null ? {} : { historyLength })
     }
-  }, true)
+  }, true, true)
   return Either.map(decoded, (request) => ({ ...request, push: push?.right }))
 }
 

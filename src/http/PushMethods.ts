@@ -1,13 +1,13 @@
 /**
  * The push-notification config methods, 1.0's and 0.3's names over one store
- * (../services/PushConfigs.ts) and one sender (../push/PushSender.ts): a config may be made only
+ * (../services/PushConfigs.ts) and one sender (./push/PushSender.ts): a config may be made only
  * for a task the caller sees that has not ended, at a URL that passes the SSRF check (its
  * literal, then its resolution now, then every connection's), within the per-task and
  * per-session bounds.
  */
 import { Effect } from "effect"
-import { checkTarget, resolveTarget } from "../push/PushTarget.js"
-import { makePushSender } from "../push/PushSender.js"
+import { checkTarget, resolveTarget } from "./push/PushTarget.js"
+import { makePushSender } from "./push/PushSender.js"
 import { EventLog } from "../services/EventLog.js"
 import { PushConfigNotFound, PushConfigs } from "../services/PushConfigs.js"
 import { isTerminal, type Task } from "../services/Task.js"
@@ -16,9 +16,7 @@ import type { CallContext } from "./CallContext.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { InvalidParams, UnsupportedOperation } from "./DoorErrors.js"
 import { decodePushSpec, decodePushTarget, pushConfig03, pushConfig1, type PushSpec } from "./PushParams.js"
-import type { Method, MethodResult } from "./RpcMethods.js"
-
-const json = (result: unknown): MethodResult => ({ _tag: "Json", result })
+import { json, type Method } from "./Method.js"
 
 export const makePushMethods = (lookup: (call: CallContext, taskId: string) => Effect.Effect<Task, TaskNotFound>) =>
   Effect.gen(function*() {

@@ -13,7 +13,7 @@ import { settledWithin } from "./BlockingWait.js"
 import type { CallContext } from "./CallContext.js"
 import { makeContextOwners } from "./ContextOwners.js"
 import { DoorConfig } from "./DoorConfig.js"
-import { ContextNotOwned, InvalidParams, MethodNotFound, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
+import { ContentTypeNotSupported, ContextNotOwned, InvalidParams, MethodNotFound, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
 import { isAdmin } from "./DoorScopes.js"
 import { decodeSendParams, decodeTaskQuery, type SendRequest } from "./Params.js"
 import { decodeListRequest, decodeSendRequest1 } from "./Params1.js"
@@ -27,18 +27,11 @@ import {
   referenceRejected,
   referenceTask
 } from "./ReferenceWire.js"
-import type { RpcFailure } from "./RpcErrors.js"
+import { json, type Method, type MethodResult } from "./Method.js"
 import { makePushMethods } from "./PushMethods.js"
 import { sseOnce, sseStream } from "./Sse.js"
 import { listTasks } from "./TaskListing.js"
 
-export type MethodResult =
-  | { readonly _tag: "Json"; readonly result: unknown }
-  | { readonly _tag: "Sse"; readonly body: Stream.Stream<Uint8Array> }
-
-export type Method = (call: CallContext) => Effect.Effect<MethodResult, RpcFailure>
-
-const json = (result: unknown): MethodResult => ({ _tag: "Json", result })
 
 const requireId = (params: unknown, method: string) =>
   Effect.flatMap(decodeTaskQuery(params), (query) =>
@@ -131,7 +124,26 @@ export const makeMethods = Effect.gen(function*() {
         (request.contextId === undefined || request.contextId === task.contextId))
     })
 
-  const decodeSend = (call: CallContext) => (call.version === "1.0" ? decodeSendRequest1(call.params) : decodeSendParams(call.params, call.a2a))
+  /**
+   * A message's params, and its file and data parts checked against the capsule: only a capsule
+   * that takes attachments gets them, and only with a task's first message (a follow-up reaches
+   * the capsule as text).
+   */
+  const decodeSend = (call: CallContext) =>
+    Either.flatMap(
+      call.version === "1.0" ? decodeSendRequest1(call.params) : decodeSendParams(call.params, call.a2a),
+      (request): Either.Either<SendRequest, InvalidParams | ContentTypeNotSupported> => {
+        const attached = request.message.parts.find((part) => part.kind !== "text")
+        if (attached === undefined) return Either.right(request)
+        if (identity.capsule.attachments !== true) {
+          return Either.left(new ContentTypeNotSupported({ detail: `this capsule takes text parts only, not ${attached.kind} parts` }))
+        }
+        if (request.taskId !== undefined) {
+          return Either.left(new ContentTypeNotSupported({ detail: `file and data parts go with a task's first message; a follow-up to ${request.taskId} takes text` }))
+        }
+        return Either.right(request)
+      }
+    )
 
   const sendMessage: Method = (call) =>
     Effect.gen(function*() {

@@ -5,7 +5,7 @@
  * finalizers, never in error handlers.
  */
 import { Context, type Effect, Schema } from "effect"
-import type { Provenance } from "./Task.js"
+import type { DataPart, FilePart, Provenance } from "./Task.js"
 
 /**
  * Why a task failed, for code to branch on (the message is for people):
@@ -39,6 +39,11 @@ export interface CapsuleInfo {
   readonly shell: boolean
   readonly network: boolean
   readonly conversationMode: "stateless" | "threaded"
+  /**
+   * It takes file and data parts (`TaskInput.attachments`); without it the door refuses them
+   * with -32005, since the capsule would only see the text.
+   */
+  readonly attachments?: boolean
 }
 
 export interface TaskInput {
@@ -46,6 +51,8 @@ export interface TaskInput {
   readonly contextId: string
   readonly messageId: string
   readonly text: string
+  /** The file and data parts of the task's first message, in order (the text is `text`). */
+  readonly attachments: ReadonlyArray<DataPart | FilePart>
   readonly provenance: Provenance
   /** How long the task waited in the registry before it started, in whole ms (0: at once; absent: not known). */
   readonly queuedMs?: number

@@ -5,7 +5,7 @@
  * the vocabulary is in docs/scripted-capsule.md.
  */
 import { Duration, Effect, Layer } from "effect"
-import { Capsule, CapsuleFailure, type CapsuleInfo, type CapsuleOutcome, type TaskIO } from "./Capsule.js"
+import { Capsule, CapsuleFailure, type CapsuleInfo, type CapsuleOutcome, type TaskInput, type TaskIO } from "./Capsule.js"
 import { DelegationTracker } from "./DelegationTracker.js"
 import { DetachedRegistry } from "./DetachedRegistry.js"
 import { mintId } from "./Ids.js"
@@ -23,7 +23,9 @@ export const echoInfo: CapsuleInfo = {
   tools: [],
   shell: false,
   network: false,
-  conversationMode: "stateless"
+  conversationMode: "stateless",
+  // It echoes what was attached (below), so the door's attachment path can be driven without an agent.
+  attachments: true
 }
 
 export const followUpPrompt = "Say more, or /done to finish."
@@ -50,6 +52,16 @@ export const chunksOf = (text: string, n: number): ReadonlyArray<string> => {
   if (lead.length > 0 && out.length > 0) out[0] = lead + out[0]
   return out
 }
+
+/** What the echo says of a task's attachments: each one's kind and size, or its URL. */
+const attachmentsNote = (attachments: TaskInput["attachments"]) =>
+  attachments.length === 0 ? "" : ` [attached: ${attachments.map((part) =>
+    part.kind === "data"
+      ? `data ${JSON.stringify(part.data)}`
+      : part.bytes !== undefined
+      ? `file ${part.name ?? "(unnamed)"} ${Buffer.from(part.bytes, "base64").length} bytes`
+      : `file ${part.uri}`
+  ).join("; ")}]`
 
 export const makeEchoCapsule = (config: EchoConfig) =>
   Effect.gen(function*() {
@@ -132,7 +144,7 @@ export const makeEchoCapsule = (config: EchoConfig) =>
             yield* stream(io, Array.from({ length: 10 }, (_, i) => `tick ${i + 1} `), 500)
             return { response: "long task finished" }
           }
-          let text = input.text
+          let text = input.text + attachmentsNote(input.attachments)
           while (true) {
             const result = yield* turn(text, io)
             if (result._tag === "Done") return result.outcome

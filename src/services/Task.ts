@@ -44,10 +44,28 @@ export interface TextPart {
   readonly text: string
 }
 
+/** Structured data (any JSON value) a client attached to a message. */
+export interface DataPart {
+  readonly kind: "data"
+  readonly data: unknown
+  readonly mediaType?: string
+}
+
+/** A file a client attached: its bytes (base64) or a URL the capsule's host fetches. */
+export interface FilePart {
+  readonly kind: "file"
+  readonly name?: string
+  readonly mediaType?: string
+  readonly bytes?: string
+  readonly uri?: string
+}
+
+export type Part = TextPart | DataPart | FilePart
+
 export interface Message {
   readonly role: "user" | "agent"
   readonly messageId: string
-  readonly parts: ReadonlyArray<TextPart>
+  readonly parts: ReadonlyArray<Part>
   readonly taskId?: string
   readonly contextId?: string
 }
@@ -92,4 +110,17 @@ export interface Task {
   readonly dialect: Dialect
 }
 
-export const textOf = (message: Message): string => message.parts.map((part) => part.text).join("\n")
+export const textOf = (message: Message): string =>
+  message.parts.flatMap((part) => (part.kind === "text" ? [part.text] : [])).join("\n")
+
+/** What a part weighs in memory, for retention: its text, its data as JSON, its bytes or URL. */
+export const partBytes = (part: Part): number => {
+  switch (part.kind) {
+    case "text":
+      return Buffer.byteLength(part.text)
+    case "data":
+      return Buffer.byteLength(JSON.stringify(part.data) ?? "")
+    case "file":
+      return (part.bytes?.length ?? 0) + (part.uri?.length ?? 0) + (part.name?.length ?? 0)
+  }
+}

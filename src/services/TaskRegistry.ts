@@ -24,6 +24,7 @@ import {
   type Lane,
   laneOf,
   type Message,
+  partBytes,
   type Provenance,
   type Task,
   type TaskState
@@ -76,7 +77,7 @@ export const taskBytes = (task: Task): number => {
   let total = taskOverhead + utf8(task.statusMessage) + utf8(task.response) + utf8(task.prompt)
   for (const message of task.history) {
     total += entryOverhead + utf8(message.messageId)
-    for (const part of message.parts) total += utf8(part.text)
+    for (const part of message.parts) total += partBytes(part)
   }
   for (const artifact of task.artifacts) {
     total += entryOverhead + utf8(artifact.artifactId) + utf8(artifact.name)

@@ -12,7 +12,7 @@ import { DetachedRegistry } from "./DetachedRegistry.js"
 import { EventLog } from "./EventLog.js"
 import { mintId } from "./Ids.js"
 import { type ResidueItem, residueItems } from "./Residue.js"
-import { isTerminal, type Message, type Task, textOf } from "./Task.js"
+import { type DataPart, type FilePart, isTerminal, type Message, type Task, textOf } from "./Task.js"
 import type { TaskEvent } from "./TaskEvent.js"
 import { type Acceptance, type NewTask, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
 import { callerSpan, spansWanted } from "./Tracing.js"
@@ -246,6 +246,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
         contextId: task.contextId,
         messageId: task.history[0]?.messageId ?? "",
         text: task.history[0] === undefined ? "" : textOf(task.history[0]),
+        attachments: (task.history[0]?.parts ?? []).filter((part): part is DataPart | FilePart => part.kind !== "text"),
         provenance: task.provenance,
         queuedMs: waited ? Math.floor(started - submitted) : 0
       }

@@ -112,7 +112,7 @@ const runOneTask = (dir: string, text: string) =>
           Layer.provide(Layer.succeedContext(sandbox))
         )
       )
-      const input = { taskId: mintId("tsk"), contextId: mintId("ctx"), messageId: mintId("msg"), text, provenance: { origin: "user", trust: "trusted" } } as const
+      const input = { taskId: mintId("tsk"), contextId: mintId("ctx"), messageId: mintId("msg"), text, attachments: [], provenance: { origin: "user", trust: "trusted" } } as const
       const outcome = yield* Context.get(context, Capsule).run(input, noIO)
       return { prepared, outcome }
     }).pipe(Effect.scoped)

@@ -6,7 +6,7 @@
  */
 import { request as httpRequest } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
-import { followUpPrompt } from "../../src/services/EchoCapsule.js"
+import { echoInfo, followUpPrompt } from "../../src/services/EchoCapsule.js"
 import { listeningCli } from "../lib/CapsuleDirs.js"
 import {
   a2aMessage,
@@ -259,7 +259,8 @@ describe("JSON-RPC envelope", () => {
   })
 
   it("RPC-6: A2A error messages carry the spec's keywords and codes lie in -32001…-32099", async () => {
-    const { url } = await open()
+    // A capsule that takes text only, so a data part is refused (-32005).
+    const { url } = await open({ scripted: { info: { ...echoInfo, attachments: false } } })
     const completed = resultOf(await rpc(url, "message/send", send("/complete x", {}, { blocking: true })))
     expect(completed.status.state).toBe("completed")
     const errors = [
@@ -372,8 +373,8 @@ describe("message/send", () => {
     expect(resultOf(await rpc(url, "tasks/get", { id: second.id })).status.state).toBe("rejected")
   })
 
-  it("SEND-8: file and data parts answer -32005", async () => {
-    const { url } = await open()
+  it("SEND-8: file and data parts answer -32005 when the capsule takes text only", async () => {
+    const { url } = await open({ scripted: { info: { ...echoInfo, attachments: false } } })
     const file = await rpc(url, "message/send", {
       message: a2aMessage("x", { parts: [{ kind: "file", file: { uri: "http://example.com/a.txt", mimeType: "text/plain" } }] })
     })

@@ -11,6 +11,7 @@ import {
   sleep,
   waitForState
 } from "../lib/Door.js"
+import { echoInfo } from "../../src/services/EchoCapsule.js"
 import { A2A_HEADERS, dataOf, nodeStream, readUntil } from "../lib/DoorKit.js"
 import { doorPerTest } from "../lib/DoorPerTest.js"
 
@@ -336,8 +337,8 @@ describe("message/send", () => {
     expect(still.body.result.status.state).toBe("input-required")
   })
 
-  it("refuses file and data parts with -32005", async () => {
-    const { url } = await open()
+  it("refuses file and data parts with -32005 for a capsule that takes text only", async () => {
+    const { url } = await open({ scripted: { info: { ...echoInfo, attachments: false } } })
     const file = await rpc(url, "message/send", {
       message: a2aMessage("x", { parts: [{ kind: "text", text: "see" }, { kind: "file", file: { uri: "https://example.com/a.png" } }] })
     }, { id: "f" })

@@ -222,7 +222,7 @@ describe("message/stream, A2A dialect", () => {
     expect(reply.headers.get("content-type")).toMatch(/^application\/json/)
     expect(reply.body).toMatchObject({ jsonrpc: "2.0", id: "bad", error: { code: -32602 } })
     const file = await rpc(url, "message/stream", { message: a2aMessage("x", { parts: [{ kind: "file", file: { uri: "x:y" } }] }) }, { id: "f" })
-    expect(file.body).toMatchObject({ id: "f", error: { code: -32005 } })
+    expect(file.body).toMatchObject({ id: "f", error: { code: -32602 } })
     const unknown = await rpc(url, "message/stream", { message: a2aMessage("x", { taskId: "tsk_nope" }) }, { id: "u" })
     expect(unknown.body).toMatchObject({ id: "u", error: { code: -32001 } })
   })

@@ -74,10 +74,10 @@ describe("message params", () => {
   it("reference: the message may be the params themselves and parts need no kind", () => {
     const decoded = decode({ messageId: "m", role: "user", parts: [{ text: "a" }, { text: "b" }] }, false)
     assert.isTrue(Either.isRight(decoded))
-    if (Either.isRight(decoded)) assert.deepStrictEqual(decoded.right.message.parts.map((p) => p.text), ["a", "b"])
+    if (Either.isRight(decoded)) assert.deepStrictEqual(decoded.right.message.parts.map((p) => (p.kind === "text" ? p.text : p.kind)), ["a", "b"])
   })
 
-  it("A2A: role, non-empty parts and known part kinds are required; file/data parts are -32005", () => {
+  it("A2A: role, non-empty parts and known part kinds are required; file and data parts are checked", () => {
     const bad = (params: unknown, tag: string) => {
       const decoded = decode(params, true)
       assert.isTrue(Either.isLeft(decoded) && decoded.left._tag === tag, JSON.stringify(params))
@@ -86,7 +86,25 @@ describe("message params", () => {
     bad({ message: { kind: "message", messageId: "m", role: "user", parts: [] } }, "InvalidParams")
     bad({ message: { kind: "message", messageId: "m", role: "user", parts: "invalid" } }, "InvalidParams")
     bad({ "": "not_a_dict" }, "InvalidParams")
-    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "file", file: { uri: "x" } }] } }, "ContentTypeNotSupported")
+    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "file", file: { uri: "x" } }] } }, "InvalidParams")
+    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "file", file: { uri: "file:///etc/passwd" } }] } }, "InvalidParams")
+    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "file", file: { bytes: "not base64!" } }] } }, "InvalidParams")
+    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "file", file: { bytes: "aGk=", uri: "https://x.example/a" } }] } }, "InvalidParams")
+    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "data", data: [1, 2] }] } }, "InvalidParams")
+    bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "data", data: { big: "x".repeat(300 * 1024) } }] } }, "InvalidParams")
+    const attached = decode({
+      message: {
+        kind: "message",
+        messageId: "m",
+        role: "user",
+        parts: [{ kind: "text", text: "see" }, { kind: "data", data: { a: 1 } }, { kind: "file", file: { bytes: "aGk=", name: "hi.txt", mimeType: "text/plain" } }]
+      }
+    }, true)
+    assert.deepStrictEqual(Either.getOrThrow(attached).message.parts, [
+      { kind: "text", text: "see" },
+      { kind: "data", data: { a: 1 } },
+      { kind: "file", bytes: "aGk=", name: "hi.txt", mediaType: "text/plain" }
+    ])
     bad({ message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "text", text: "x" }], contextId: "../../etc" } }, "InvalidParams")
   })
 
@@ -119,15 +137,14 @@ describe("message params", () => {
   it("an A2A-shaped message's parts must each name text, file or data; a kind-less message reads text (property)", () => {
     const kinds = fc.oneof(fc.constant(undefined), fc.constantFrom("text", "file", "data"), fc.string())
     fc.assert(fc.property(fc.array(kinds, { minLength: 1, maxLength: 4 }), fc.boolean(), (partKinds, messageKind) => {
-      const parts = partKinds.map((kind) => ({ ...(kind === undefined ? {} : { kind }), text: "x" }))
+      // Each part carries what any kind needs: text, data and a file.
+      const parts = partKinds.map((kind) => ({ ...(kind === undefined ? {} : { kind }), text: "x", data: { x: 1 }, file: { bytes: "eA==" } }))
       const decoded = decode({ message: { ...(messageKind ? { kind: "message" } : {}), messageId: "m", role: "user", parts } }, true)
       const shaped = messageKind || partKinds.some((kind) => kind !== undefined)
       const effective = partKinds.map((kind) => (shaped ? kind : "text"))
       const unknown = effective.some((kind) => kind !== "text" && kind !== "file" && kind !== "data")
-      const unsupported = effective.some((kind) => kind === "file" || kind === "data")
-      if (unknown) return Either.isLeft(decoded) && (decoded.left._tag === "InvalidParams" || (unsupported && decoded.left._tag === "ContentTypeNotSupported"))
-      if (unsupported) return Either.isLeft(decoded) && decoded.left._tag === "ContentTypeNotSupported"
-      return Either.isRight(decoded) && decoded.right.message.parts.length === parts.length
+      if (unknown) return Either.isLeft(decoded) && decoded.left._tag === "InvalidParams"
+      return Either.isRight(decoded) && decoded.right.message.parts.map((part) => part.kind).join() === effective.join()
     }))
   })
 })

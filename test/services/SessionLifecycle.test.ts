@@ -102,7 +102,7 @@ describe("SessionLifecycle.runOnce", () => {
       const fiber = yield* run({ task: "do it", idle: "1 second" })
       yield* settle
       const task = yield* start
-      assert.strictEqual(task.history[0]!.parts[0]!.text, "do it")
+      assert.deepStrictEqual(task.history[0]!.parts, [{ kind: "text", text: "do it" }])
       assert.deepStrictEqual(task.provenance, { origin: "user", trust: "trusted", hostSource: "task_md" })
       yield* TestClock.adjust("1 hour")
       yield* settle

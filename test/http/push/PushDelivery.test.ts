@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
-import { a2aMessage, type OpenDoor, openDoor, rpc, sleep, waitForState } from "../lib/Door.js"
+import { a2aMessage, type OpenDoor, openDoor, rpc, sleep, waitForState } from "../../lib/Door.js"
 
 interface Delivery {
   readonly path: string

@@ -12,12 +12,12 @@
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { Duration, Effect, Fiber, Schedule } from "effect"
-import { a2aEvents, a2aTask } from "../http/A2aWire.js"
-import { EventLog, type LogItem, type Subscription } from "../services/EventLog.js"
-import type { PushConfig } from "../services/PushConfigs.js"
-import { PushConfigs } from "../services/PushConfigs.js"
-import { isTerminal, type Task } from "../services/Task.js"
-import { TaskRegistry } from "../services/TaskRegistry.js"
+import { a2aEvents, a2aTask } from "../A2aWire.js"
+import { EventLog, type LogItem, type Subscription } from "../../services/EventLog.js"
+import type { PushConfig } from "../../services/PushConfigs.js"
+import { PushConfigs } from "../../services/PushConfigs.js"
+import { isTerminal, type Task } from "../../services/Task.js"
+import { TaskRegistry } from "../../services/TaskRegistry.js"
 import { guardedLookup, PushTargetRefused } from "./PushTarget.js"
 
 export interface PushSettings {

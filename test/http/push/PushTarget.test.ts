@@ -1,10 +1,10 @@
 /**
- * The SSRF guard of push webhooks (../../src/push/PushTarget.ts): which addresses are refused,
+ * The SSRF guard of push webhooks (../../../src/http/push/PushTarget.ts): which addresses are refused,
  * what an operator's allow-list lets through, and that a host name is checked on the addresses
  * it resolves to when a connection is made.
  */
 import { describe, expect, it } from "vitest"
-import { checkTarget, guardedLookup, hostAllowed, isForbiddenAddress, PushTargetRefused, resolveTarget } from "../../src/push/PushTarget.js"
+import { checkTarget, guardedLookup, hostAllowed, isForbiddenAddress, PushTargetRefused, resolveTarget } from "../../../src/http/push/PushTarget.js"
 
 describe("isForbiddenAddress", () => {
   it.each([
