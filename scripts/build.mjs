@@ -51,7 +51,9 @@ const bundleCli = () => {
     logLevel: "warning",
     // Bundled CommonJS (undici, ws) calls require: give the module one.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
-    external: ["typescript", "gpt-tokenizer", "@bytecodealliance/*", "componentize-qjs", "@andreiltd/*"]
+    // @grpc/grpc-js loads only with `serve --grpc-port` (src/grpc/GrpcServer.ts imports it
+    // dynamically); outside the bundle, Node loads it as the CommonJS package it is.
+    external: ["typescript", "gpt-tokenizer", "@bytecodealliance/*", "componentize-qjs", "@andreiltd/*", "@grpc/*"]
   })
   // The same entry over tsc's modules, for CPU profiles that name the runtime's files
   // (BENCH_AGENT_PROFILE=1 in bench/agent.mjs); nothing else runs it.

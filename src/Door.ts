@@ -2,6 +2,7 @@
  * The A2A door a session is reached through: the agent card, JSON-RPC on `POST /` and the
  * resource planes. Serve a session on the runtime's hardened Node server (`layer` with
  * `layerServer`), or mount it at a path of your own `HttpLayerRouter` (`layerHttpRouter`).
+ * Provide a gRPC server too (`layerGrpc`) and `layer` serves A2A 1.0 over gRPC as well.
  *
  * @example
  * ```ts
@@ -31,7 +32,9 @@ import { Effect, type Layer, type Scope } from "effect"
 import { DoorDispatch, makeDispatch } from "./http/Dispatch.js"
 import { makeDoorApp } from "./http/Door.js"
 import { DoorConfig, type DoorSettings } from "./http/DoorConfig.js"
+import type { GrpcBindError, GrpcServer } from "./grpc/GrpcServer.js"
 import * as server from "./layers/DoorServer.js"
+import * as grpc from "./layers/GrpcDoor.js"
 import type { Session } from "./layers/Session.js"
 import type { DoorAddress } from "./services/DoorAddress.js"
 
@@ -80,6 +83,13 @@ export type { DoorCredentials as Credentials } from "./http/DoorCredentials.js"
 export { readTokenFile } from "./http/DoorCredentials.js"
 
 /**
+ * A signer for `Settings.cardSigner` from a PEM private key file (owner-only, as a tokens file),
+ * or the refusal (`E-RUN-040`) naming why; `makeCardSigner` takes the PEM text itself.
+ */
+export { readCardSigner } from "./http/DoorCredentials.js"
+export { type CardSigner, makeCardSigner } from "./services/CardSignature.js"
+
+/**
  * A session behind a door on the `HttpServer` in context, at `/`: provides the session's
  * services, the `DoorAddress` it is reached at and the door's settings. Released, the door
  * refuses new tasks, cancels the live ones and closes the event log before the server closes.
@@ -126,3 +136,29 @@ export const router: Effect.Effect<HttpApp.Default<unknown, never>, never, Scope
  * @category layers
  */
 export const layerServer: (settings?: Partial<Settings>) => Layer.Layer<HttpServer.HttpServer, ServeError> = server.layerServer
+
+/**
+ * A gRPC server for the door, bound at `settings.host`:`settings.port` (default 127.0.0.1, any
+ * free port) for the session's life. Provided beside `layerServer`, `layer` also serves A2A 1.0's
+ * gRPC binding (`lf.a2a.v1.A2AService`) on it and lists it in the card's `supportedInterfaces`.
+ *
+ * @example
+ * ```ts
+ * Door.layer(CapsuleRuntime.layerEcho()).pipe(
+ *   Layer.provide(Layer.merge(Door.layerServer(), Door.layerGrpc({ port: 50051 })))
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerGrpc: (settings?: Partial<Settings>) => Layer.Layer<GrpcServer, GrpcBindError> = grpc.layerGrpc
+
+/**
+ * The gRPC server `layerGrpc` binds (its `address` is the bound `host:port`), and its failure to
+ * bind.
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export { GrpcBindError, GrpcServer } from "./grpc/GrpcServer.js"

@@ -29,3 +29,12 @@ export const bindFailureMessage = (host: string, chosen: DoorPort, error: ServeE
     : "; stop what holds it or choose another port (0: any free port)"
   return `cannot listen on ${host}:${chosen.port}${where}: ${reason}${hint}`
 }
+
+/** `cannot listen for gRPC on HOST:PORT (--grpc-port): …`, for a `--grpc-port` that cannot be bound. */
+export const grpcBindFailureMessage = (error: { readonly host: string; readonly port: number; readonly message: string }): string => {
+  // grpc-js words a taken port as "No address added … errors: [listen EADDRINUSE: …]".
+  const reason = error.message.includes("EADDRINUSE")
+    ? "the port is already in use; stop what holds it or choose another port (0: any free port)"
+    : error.message
+  return `cannot listen for gRPC on ${error.host}:${error.port} (--grpc-port): ${reason}`
+}

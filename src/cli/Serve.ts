@@ -6,48 +6,91 @@
 import { Args, Command } from "@effect/cli"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Either, Layer, Option } from "effect"
-import { CapsuleRuntime, Door, SessionIdentity } from "../index.js"
+import { CapsuleRuntime, Door, DoorAddress, SessionIdentity } from "../index.js"
 import { prepareDirectory } from "../layers/Directory.js"
 import { reloadOnHangup, warnPublicDoor } from "./DoorAccess.js"
-import { bindFailureMessage, type DoorPort, doorPort } from "./DoorPort.js"
+import { bindFailureMessage, type DoorPort, doorPort, grpcBindFailureMessage } from "./DoorPort.js"
 import { existingArg } from "./Flags.js"
 import { resolveAuthToken } from "./AuthToken.js"
 import * as Flags from "./SessionFlags.js"
 
 const dir = existingArg("dir", "directory", "A capsule directory (script or agent); without one, the built-in echo capsule").pipe(Args.optional)
-const { authToken, host, json, keepSessions, port, tokensFile, workdir, acceptance } = Flags
+const { authToken, cardSigningKey, cardSigningKid, grpcPort, host, json, keepSessions, port, pushAllow, tokensFile, workdir, acceptance } = Flags
 
 /** Serves `session` until interrupted, after the listening line(s). */
-const announce = <E, R>(session: Layer.Layer<CapsuleRuntime.Session | Door.DoorConfig, E, R>, json: boolean, extra: Record<string, string>, credentials: Door.Credentials) =>
+const announce = <E, R>(
+  session: Layer.Layer<CapsuleRuntime.Session | Door.DoorConfig | DoorAddress, E, R>,
+  json: boolean,
+  extra: Record<string, string>,
+  credentials: Door.Credentials
+) =>
   Effect.gen(function*() {
     const identity = yield* SessionIdentity
+    const { grpc } = yield* DoorAddress
     if (credentials.tokensFile !== undefined) yield* reloadOnHangup(credentials)
     yield* warnPublicDoor
     if (json) {
-      yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, session_id: identity.sessionId, ...extra }))
+      yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, ...(grpc === undefined ? {} : { grpc }), session_id: identity.sessionId, ...extra }))
     } else {
       yield* Console.log(`capsule ${identity.capsule.name}@${identity.capsule.version} serving at ${identity.url}`)
+      if (grpc !== undefined) yield* Console.log(`A2A 1.0 over gRPC at ${grpc} (lf.a2a.v1.A2AService)`)
       yield* Console.log(`session ${identity.sessionId}; agent card at ${identity.url}.well-known/agent-card.json`)
       yield* Console.log(`follow it with: node dist/main.js watch ${identity.url}`)
     }
-    yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, session_id: identity.sessionId }))
+    yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, ...(grpc === undefined ? {} : { grpc }), session_id: identity.sessionId }))
     return yield* Effect.never
   }).pipe(Effect.scoped, Effect.provide(Layer.fresh(session)))
 
-export const serveCommand = Command.make("serve", { dir, host, port, acceptance, ...Flags.limits, workdir, keepSessions, json, authToken, tokensFile }, (options) =>
+export const serveCommand = Command.make("serve", {
+  dir,
+  host,
+  port,
+  grpcPort,
+  acceptance,
+  ...Flags.limits,
+  workdir,
+  keepSessions,
+  json,
+  authToken,
+  tokensFile,
+  pushAllow,
+  cardSigningKey,
+  cardSigningKid
+}, (options) =>
   Effect.gen(function*() {
     const token = Option.getOrUndefined(yield* resolveAuthToken(options.authToken))
     const made = Door.makeCredentials({ operatorToken: token, tokensFile: Option.getOrUndefined(options.tokensFile) })
     if (Either.isLeft(made)) return yield* Flags.reportLaunchFailure(made.left.code, made.left.message, options.json)
     const credentials = made.right
-    const door = { host: options.host, acceptance: options.acceptance, maxBodyBytes: options.maxBody, maxWatchers: options.maxWatchers, blockingTimeoutMs: options.blockingTimeout * 1000, authToken: token, credentials }
+    const signer = Option.isNone(options.cardSigningKey)
+      ? Either.right(undefined)
+      : Door.readCardSigner(options.cardSigningKey.value, Option.getOrUndefined(options.cardSigningKid))
+    if (Either.isLeft(signer)) return yield* Flags.reportLaunchFailure(signer.left.code, signer.left.message, options.json)
+    const door = {
+      host: options.host,
+      acceptance: options.acceptance,
+      maxBodyBytes: options.maxBody,
+      maxWatchers: options.maxWatchers,
+      blockingTimeoutMs: options.blockingTimeout * 1000,
+      authToken: token,
+      credentials,
+      pushAllow: options.pushAllow,
+      cardSigner: signer.right
+    }
     const session: CapsuleRuntime.Options = {
       tasks: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
       events: { capacityBytes: options.replayBytes }
     }
+    // With --grpc-port, a gRPC server beside the HTTP one: the door serves A2A 1.0 on it too.
+    const grpc: Layer.Layer<never, Door.GrpcBindError> = Option.match(options.grpcPort, {
+      onNone: () => Layer.empty,
+      onSome: (grpcPort) => Door.layerGrpc({ ...door, port: grpcPort })
+    })
     const served = <E, R>(layer: Layer.Layer<CapsuleRuntime.Session, E, R>, chosen: DoorPort, extra: Record<string, string>) =>
-      announce(Door.layer(layer, door).pipe(Layer.provide(Door.layerServer({ ...door, port: chosen.port }))), options.json, extra, credentials).pipe(
-        Effect.catchTag("ServeError", (error) => Flags.reportLaunchFailure("E-RUN-010", bindFailureMessage(options.host, chosen, error as ServeError), options.json))
+      announce(Door.layer(layer, door).pipe(Layer.provide(Layer.merge(Door.layerServer({ ...door, port: chosen.port }), grpc))), options.json, extra, credentials).pipe(
+        Effect.catchTag("ServeError", (error) => Flags.reportLaunchFailure("E-RUN-010", bindFailureMessage(options.host, chosen, error as ServeError), options.json)),
+        Effect.catchTag("GrpcBindError", (error) =>
+          Flags.reportLaunchFailure("E-RUN-010", grpcBindFailureMessage(error as Door.GrpcBindError), options.json))
       )
     if (Option.isNone(options.dir)) return yield* served(CapsuleRuntime.layerEcho(session), doorPort(options.port, undefined), {})
     const directory = options.dir.value

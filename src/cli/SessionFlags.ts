@@ -16,6 +16,21 @@ export const port = integerFlag("port", {
   placeholder: "PORT",
   description: "Port to bind (0: any free port; default the manifest's network.internal_port, else 0)"
 }).pipe(Options.optional)
+export const grpcPort = integerFlag("grpc-port", {
+  min: 0,
+  max: 65535,
+  placeholder: "PORT",
+  description: "Also serve A2A 1.0 over gRPC on this port of --host (0: any free port); the agent card lists it"
+}).pipe(Options.optional)
+export const pushAllow = textFlag(
+  "push-allow",
+  "HOST",
+  "A push-notification webhook host allowed even at a loopback or private address (a name, an IP, *.suffix or *; repeatable)"
+).pipe(Options.repeated)
+export const cardSigningKey = textFlag("card-signing-key", "PATH", "PEM private key (mode 0600) that signs the A2A 1.0 agent cards (EC P-256/384/521, Ed25519 or RSA)").pipe(
+  Options.optional
+)
+export const cardSigningKid = textFlag("card-signing-kid", "KID", "The signatures' key id (default: the key's SHA-256 fingerprint)").pipe(Options.optional)
 export const workdir = directoryFlag("workdir", "Workdir of a capsule from a directory (default <dir>/workdir/<session>)").pipe(Options.optional)
 export const keepSessions = integerFlag("keep-sessions", {
   min: 1,

@@ -75,3 +75,12 @@ export const restError = (error: RpcError): { readonly status: number; readonly 
     body: JSON.stringify({ error: { code: mapping.http, status: mapping.status, message: error.message, details: detailsOf(error) } })
   }
 }
+
+/**
+ * The same error for the gRPC binding (../grpc/GrpcStatus.ts): its gRPC status by 1.0.1's table
+ * (the code's name, as HTTP+JSON's `status`) and the `ErrorInfo` that goes in `status.details`.
+ */
+export const grpcErrorOf = (error: RpcError) => {
+  const mapping = mappings.get(error.code) ?? fallback
+  return { status: mapping.status, reason: mapping.reason, domain: mapping.domain, metadata: metadataOf(error.data) ?? {} }
+}

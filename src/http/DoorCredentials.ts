@@ -8,6 +8,7 @@
  * A presented token is looked up by its SHA-256 (a tokens file may hold only that digest): the
  * secret itself is never compared, and nothing about it shows in the timing but its digest.
  */
+import { type CardSigner, makeCardSigner } from "../services/CardSignature.js"
 import { createHash, randomBytes } from "node:crypto"
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs"
 import { Either, Redacted, Schema } from "effect"
@@ -205,3 +206,16 @@ export const makeDoorCredentials = (options: CredentialsOptions): Either.Either<
 /** The credentials of a door's settings: the ones given, else those of `--auth-token` alone (which cannot be refused). */
 export const credentialsOf = (settings: { readonly credentials?: DoorCredentials | undefined; readonly authToken?: Redacted.Redacted<string> | undefined }) =>
   settings.credentials ?? Either.getOrThrow(makeDoorCredentials({ operatorToken: settings.authToken }))
+
+/**
+ * `--card-signing-key`: the operator's PEM private key that signs the 1.0 cards, read under the
+ * same rules as a tokens file (owner-only, bounded), refused at start with the reason.
+ */
+export const readCardSigner = (path: string, kid: string | undefined): Either.Either<CardSigner, DoorTokensRefused> => {
+  const refusedKey = refusedAs(tokensFileCode, "--card-signing-key")
+  return Either.flatMap(readOwnerOnly(path, refusedKey), (pem) =>
+    Either.try({
+      try: () => makeCardSigner(pem, kid),
+      catch: (error) => refusedKey(path, `is not a usable signing key: ${(error as Error).message}`)
+    }))
+}

@@ -13,6 +13,7 @@ import { DoorDispatch } from "../http/Dispatch.js"
 import { DoorLive, mountDoor } from "../http/Door.js"
 import { type DoorConfig, type DoorSettings, defaultDoorSettings } from "../http/DoorConfig.js"
 import { DoorAddress } from "../services/DoorAddress.js"
+import { grpcDoorLayer, withGrpcAddress } from "./GrpcDoor.js"
 import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { doorConfigLayer, type Session } from "./Session.js"
 
@@ -24,10 +25,10 @@ export const serveDoor = <E, R>(
   session: Layer.Layer<Session, E, R>,
   settings: Partial<DoorSettings> = {}
 ): Layer.Layer<Session | DoorAddress | DoorConfig, E, HttpServer.HttpServer | Exclude<Exclude<R, DoorAddress>, DoorConfig>> =>
-  DoorLive.pipe(
+  Layer.merge(DoorLive, grpcDoorLayer).pipe(
     Layer.provide(DoorDispatch.layer),
     Layer.provideMerge(session),
-    Layer.provideMerge(doorAddressLayer("/")),
+    Layer.provideMerge(withGrpcAddress(doorAddressLayer("/"))),
     Layer.provideMerge(doorConfigLayer(settings))
   )
 

@@ -8,6 +8,7 @@ import * as Door from "../../src/Door.js"
 import { withCapsule } from "../../src/layers/Session.js"
 import type { Capsule } from "../../src/services/Capsule.js"
 import { DelegationTracker } from "../../src/services/DelegationTracker.js"
+import { DoorAddress } from "../../src/services/DoorAddress.js"
 import type { EchoConfig } from "../../src/services/EchoCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
@@ -16,6 +17,8 @@ import { TaskRunner } from "../../src/services/TaskRunner.js"
 
 export interface OpenDoor {
   readonly url: string
+  /** `host:port` of the door's gRPC binding, when opened with `grpc: true`. */
+  readonly grpc: string | undefined
   readonly sessionId: string
   readonly runner: Context.Tag.Service<TaskRunner>
   readonly registry: Context.Tag.Service<TaskRegistry>
@@ -28,21 +31,28 @@ export interface OpenDoor {
   readonly close: () => Promise<void>
 }
 
-export type DoorOptions = CapsuleRuntime.Options & { readonly door?: Partial<Door.Settings>; readonly scripted?: Partial<EchoConfig> }
+export type DoorOptions = CapsuleRuntime.Options & {
+  readonly door?: Partial<Door.Settings>
+  readonly scripted?: Partial<EchoConfig>
+  /** Also serve the gRPC binding, on a free port of its own (`Door.layerGrpc`). */
+  readonly grpc?: boolean
+}
 
 export const openDoor = async (options: DoorOptions = {}): Promise<OpenDoor> => {
   const scope = Effect.runSync(Scope.make())
-  const { door, scripted, ...session } = options
+  const { door, grpc, scripted, ...session } = options
   const settings: Partial<Door.Settings> = { acceptance: "queue", ...door }
+  const grpcServer: Layer.Layer<never, Door.GrpcBindError> = grpc === true ? Door.layerGrpc({ ...settings, port: 0 }) : Layer.empty
   const layer = Door.layer(
     CapsuleRuntime.layerEcho({ ...session, tasks: { queueDepth: 16, maxActive: 4, ...session.tasks }, echoMs: 100, ...scripted }),
     settings
-  ).pipe(Layer.provide(Door.layerServer(settings)))
+  ).pipe(Layer.provide(Layer.merge(Door.layerServer(settings), grpcServer)))
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const identity = Context.get(context, SessionIdentity)
   let closed = false
   return {
     url: identity.url,
+    grpc: Context.get(context, DoorAddress).grpc,
     sessionId: identity.sessionId,
     runner: Context.get(context, TaskRunner),
     registry: Context.get(context, TaskRegistry),
