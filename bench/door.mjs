@@ -6,10 +6,14 @@
 //
 // Throughput workloads: mix (message/send and tasks/get alternating), send (message/send alone,
 // non-blocking `/complete`), get (tasks/get of a known task); BENCH_PAIRS rounds for mix and send.
+// A2A 1.0 workloads, against the official SDK 1.x server (bench/sdk1-server.mjs) instead of the 0.3 SDK
+// and the raw server, every request with `A2A-Version: 1.0`: send1 (JSON-RPC SendMessage, `/complete`,
+// returnImmediately), get1 (JSON-RPC GetTask of a known task), rest-send1 (POST /message:send, the
+// same SendMessageRequest), rest-get1 (GET /tasks/{id}); BENCH_GET_PAIRS rounds for the gets.
 // Knobs (environment): BENCH_PARTS=throughput,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=3  BENCH_SECONDS=2.5
 // BENCH_WARMUP=2  BENCH_CONNECTIONS=10  FANOUT_OBSERVERS=500  FANOUT_TASKS=10  FANOUT_CHUNKS=997
 // FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  FANOUT_PAIRS=3  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
-// BENCH_WORKLOADS=mix,send,get (which throughput workloads)
+// BENCH_WORKLOADS=mix,send,get,send1,get1,rest-send1,rest-get1 (which throughput workloads)
 // BENCH_DOOR_B=<path of another build's main.js, e.g. a copy of dist/ from before a change> BENCH_DOOR_B_LABEL=<name>:
 //   a second door measured in every round right after the first (raw, sdk, door, door B), for A/B of two builds.
 // BENCH_OUT=<file> (default bench/results/door-<date>.json; parts not run this time are kept from an existing file)
@@ -41,7 +45,25 @@ const FANOUT_TIMEOUT_S = num("FANOUT_TIMEOUT_S", 150)
 const FANOUT_PAIRS = num("FANOUT_PAIRS", 3)
 const CANCEL_N = num("CANCEL_N", 200)
 const NODE_FLAGS = env("BENCH_NODE_FLAGS", "").split(/\s+/).filter(Boolean)
-const WORKLOADS = env("BENCH_WORKLOADS", "mix,send,get").split(",")
+const WORKLOADS = env("BENCH_WORKLOADS", "mix,send,get,send1,get1,rest-send1,rest-get1").split(",").map((w) => w.trim()).filter(Boolean)
+/** The A2A 1.0 workloads: measured against the SDK 1.x server (no raw server speaks 1.0). */
+const V1_WORKLOADS = new Set(["send1", "get1", "rest-send1", "rest-get1"])
+const V03_WORKLOADS = new Set(["mix", "send", "get"])
+for (const w of WORKLOADS) if (!V1_WORKLOADS.has(w) && !V03_WORKLOADS.has(w)) throw new Error(`BENCH_WORKLOADS: unknown workload ${w}`)
+const isGet = (kind) => kind === "get" || kind === "get1" || kind === "rest-get1"
+/** The issue's targets for the 1.0 rows (door req/s over SDK 1.x req/s). */
+const V1_TARGETS = { send1: 1, "rest-send1": 1, get1: 2, "rest-get1": 2 }
+/** Where each workload lands in the results JSON (`throughput.<key>`) and how its row is labelled. */
+const WORKLOAD_KEYS = { mix: "mix", send: "sendOnly", get: "getOnly", send1: "send1", get1: "get1", "rest-send1": "restSend1", "rest-get1": "restGet1" }
+const WORKLOAD_LABELS = {
+  mix: "message/send+tasks/get",
+  send: "message/send only",
+  get: "tasks/get only",
+  send1: "1.0 SendMessage (JSON-RPC)",
+  get1: "1.0 GetTask (JSON-RPC)",
+  "rest-send1": "1.0 POST /message:send (REST)",
+  "rest-get1": "1.0 GET /tasks/{id} (REST)"
+}
 const DOOR_B = env("BENCH_DOOR_B", "")
 const DOOR_B_LABEL = env("BENCH_DOOR_B_LABEL", "doorB")
 const load1 = () => round(os.loadavg()[0])
@@ -96,6 +118,7 @@ const startDoor = (extra = [], main = "dist/main.js", name = "door") =>
   startServer(name, [main, "serve", "--json", "--max-active", "100000", "--queue-depth", "100000", ...extra])
 const startRaw = () => startServer("raw", ["bench/raw-server.mjs"])
 const startSdk = () => startServer("sdk", ["bench/sdk-server.mjs"])
+const startSdk1 = () => startServer("sdk1", ["bench/sdk1-server.mjs"])
 
 // ---------------------------------------------------------------------------------------------
 // Small HTTP client (keep-alive) for JSON-RPC calls
@@ -161,6 +184,33 @@ const workloads = (knownId) => {
   return { mix: [send, get], send: [send], get: [get] }
 }
 
+/**
+ * The A2A 1.0 workloads, byte for byte the same for the door and the SDK 1.x server: ProtoJSON
+ * params, `A2A-Version: 1.0` on every request, SendMessage non-blocking (`returnImmediately`, 1.0's
+ * inverse of 0.3's `blocking: false`), GetTask of the server's known task.
+ */
+const v1Workloads = (knownId) => {
+  const headers = { "content-type": "application/json", "a2a-version": "1.0" }
+  const sendParams = { message: { messageId: "bench-0", role: "ROLE_USER", parts: [{ text: "/complete hi" }] }, configuration: { returnImmediately: true } }
+  return {
+    send1: [{ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: sendParams }) }],
+    get1: [{ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: knownId } }) }],
+    "rest-send1": [{ method: "POST", path: "/message:send", headers, body: JSON.stringify(sendParams) }],
+    "rest-get1": [{ method: "GET", path: `/tasks/${encodeURIComponent(knownId)}`, headers: { "a2a-version": "1.0" } }]
+  }
+}
+
+/** A running `/forever` task on a door, started over 1.0 (the 1.0 rows' known task). */
+const seedV1 = async (url) => {
+  const reply = await rpc(url, "SendMessage", {
+    message: { messageId: "bench-seed", role: "ROLE_USER", parts: [{ text: "/forever" }] },
+    configuration: { returnImmediately: true }
+  }, { headers: { "a2a-version": "1.0" } })
+  const id = reply.result?.task?.id
+  if (typeof id !== "string") throw new Error(`1.0 seed: ${JSON.stringify(reply).slice(0, 300)}`)
+  return id
+}
+
 /** The same two workloads in the A2A SDK's shapes (`kind` on messages and parts), `message/send` non-blocking. */
 const sdkWorkloads = (knownId) => {
   const headers = { "content-type": "application/json" }
@@ -173,18 +223,33 @@ const sdkWorkloads = (knownId) => {
   return { mix: [send, get], send: [send], get: [get] }
 }
 
-/** Warm-up run that also checks every answer is a real success (accepted task / found task). */
-const warmUp = async (server, requests) => {
+/**
+ * Whether an answer is a real success (accepted task / found task): a JSON-RPC result (0.3, 1.0),
+ * or for the REST rows a 200 whose body is the SendMessageResponse (`{"task":...}`) or the Task.
+ */
+const answered = (kind, status, text) => {
+  if (status !== 200 || text.includes(`"rejected"`) || text.includes("TASK_STATE_REJECTED") || text.includes("TASK_STATE_FAILED")) return false
+  if (kind === "rest-send1") return text.startsWith(`{"task":`)
+  if (kind === "rest-get1") return text.startsWith(`{"id":`)
+  return text.includes(`"result"`) && !(V1_WORKLOADS.has(kind) && text.includes(`"error":`))
+}
+
+/** Warm-up run that also checks every answer is a real success; returns the mean answer size (bytes of body). */
+const warmUp = async (server, requests, kind) => {
   const problems = { count: 0, sample: "" }
+  let bytes = 0
+  let answers = 0
   await cannon(server.url, requests, WARMUP, (status, body) => {
     const text = String(body)
-    const ok = status === 200 && text.includes(`"result"`) && !text.includes(`"rejected"`)
-    if (!ok) {
+    bytes += Buffer.byteLength(text)
+    answers++
+    if (!answered(kind, status, text)) {
       problems.count++
       problems.sample ||= `${status} ${text.slice(0, 200)}`
     }
   })
-  if (problems.count > 0) throw new Error(`${server.name}: ${problems.count} bad answers during warm-up, e.g. ${problems.sample}`)
+  if (problems.count > 0) throw new Error(`${server.name} ${kind}: ${problems.count} bad answers during warm-up, e.g. ${problems.sample}`)
+  return answers === 0 ? Number.NaN : bytes / answers
 }
 
 /** CPU time (user + system, µs) the child process has used so far, from /proc (Linux). */
@@ -221,40 +286,62 @@ const median = (xs) => {
 }
 
 /**
- * Both servers run side by side, idle but for the slice being measured: a warm-up (with every
- * answer checked) for each, then PAIRS × (raw slice, door slice), so slow drifts in the machine's
- * load hit both alike. The ratio is mean door req/s over mean raw req/s.
+ * The servers run side by side, idle but for the slice being measured: a warm-up (with every
+ * answer checked) for each, then rounds of one slice per server, so slow drifts in the machine's
+ * load hit all alike. 0.3 workloads: PAIRS × (raw, sdk, door); the ratios are mean door req/s over
+ * mean raw (sdk) req/s. 1.0 workloads: PAIRS × (sdk1, door), the ratio mean door over mean sdk1.
  */
 const throughput = async () => {
+  const has03 = WORKLOADS.some((w) => V03_WORKLOADS.has(w))
+  const has1 = WORKLOADS.some((w) => V1_WORKLOADS.has(w))
   const door = await startDoor()
   const doorB = DOOR_B === "" ? undefined : await startDoor([], DOOR_B, DOOR_B_LABEL)
-  const raw = await startRaw()
-  const sdk = await startSdk()
+  const raw = has03 ? await startRaw() : undefined
+  const sdk = has03 ? await startSdk() : undefined
+  const sdk1 = has1 ? await startSdk1() : undefined
   try {
-    // The door's known task: a running "/forever" task (running tasks are never evicted).
-    const seeded = await rpc(door.url, "message/send", message("/forever", -1))
-    const doorLoads = workloads(seeded.result.id)
-    const doorBLoads = doorB === undefined ? undefined : workloads((await rpc(doorB.url, "message/send", message("/forever", -1))).result.id)
-    const rawLoads = workloads(raw.known_task)
-    const sdkLoads = sdkWorkloads(sdk.known_task)
+    // The door's known task: a running "/forever" task (running tasks are never evicted); the 1.0
+    // rows' is another one, started over 1.0.
+    const doorLoadsOf = async (url) => ({
+      ...(has03 ? workloads((await rpc(url, "message/send", message("/forever", -1))).result.id) : {}),
+      ...(has1 ? v1Workloads(await seedV1(url)) : {})
+    })
+    const doorLoads = await doorLoadsOf(door.url)
+    const doorBLoads = doorB === undefined ? undefined : await doorLoadsOf(doorB.url)
+    const rawLoads = has03 ? workloads(raw.known_task) : {}
+    const sdkLoads = has03 ? sdkWorkloads(sdk.known_task) : {}
+    const sdk1Loads = has1 ? v1Workloads(sdk1.known_task) : {}
     const out = {}
     for (const kind of WORKLOADS) {
+      const v1 = V1_WORKLOADS.has(kind)
+      // The baselines this workload is measured against, in the order each round measures them.
+      const baselines = v1 ? [{ key: "sdk1", server: sdk1, loads: sdk1Loads }] : [{ key: "raw", server: raw, loads: rawLoads }, { key: "sdk", server: sdk, loads: sdkLoads }]
       const loadAtStart = load1()
-      await warmUp(raw, rawLoads[kind])
-      await warmUp(sdk, sdkLoads[kind])
-      await warmUp(door, doorLoads[kind])
-      if (doorB !== undefined) await warmUp(doorB, doorBLoads[kind])
+      const bytes = {}
+      for (const b of baselines) bytes[b.key] = await warmUp(b.server, b.loads[kind], kind)
+      bytes.door = await warmUp(door, doorLoads[kind], kind)
+      if (doorB !== undefined) bytes.doorB = await warmUp(doorB, doorBLoads[kind], kind)
       const pairs = []
-      for (let i = 0; i < (kind === "get" ? GET_PAIRS : PAIRS); i++) {
-        const r = await measure(raw, rawLoads[kind])
-        const k = await measure(sdk, sdkLoads[kind])
+      for (let i = 0; i < (isGet(kind) ? GET_PAIRS : PAIRS); i++) {
+        const base = {}
+        for (const b of baselines) base[b.key] = await measure(b.server, b.loads[kind])
         // With a second door, the two swap places every round (A B, B A, ...): neither always runs after the SDK.
         const bFirst = doorB !== undefined && i % 2 === 1
         const b0 = bFirst ? await measure(doorB, doorBLoads[kind]) : undefined
         const d = await measure(door, doorLoads[kind])
         const b = doorB === undefined ? undefined : b0 ?? await measure(doorB, doorBLoads[kind])
-        pairs.push({ raw: r, sdk: k, door: d, ratio: d.rps / r.rps, sdkRatio: d.rps / k.rps, load1: load1(), ...(b === undefined ? {} : { doorB: b, bRatio: b.rps / r.rps, bSdkRatio: b.rps / k.rps, doorOverB: d.rps / b.rps }) })
-        log(`throughput ${kind} round ${i + 1} (load ${load1()}): raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), sdk ${Math.round(k.rps)} req/s (${round(k.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req); door/sdk ${round(d.rps / k.rps)}, door/raw ${round(d.rps / r.rps)}` +
+        const at = { load1: load1() }
+        if (v1) {
+          const k = base.sdk1
+          pairs.push({ sdk1: k, door: d, sdk1Ratio: d.rps / k.rps, ...at, ...(b === undefined ? {} : { doorB: b, bSdk1Ratio: b.rps / k.rps, doorOverB: d.rps / b.rps }) })
+          log(`throughput ${kind} round ${i + 1} (load ${at.load1}): sdk1 ${Math.round(k.rps)} req/s (${round(k.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req); door/sdk1 ${round(d.rps / k.rps)}` +
+            (b === undefined ? "" : `; ${DOOR_B_LABEL} ${Math.round(b.rps)} req/s (${round(b.serverCpuUsPerReq, 1)} µs CPU/req), ${DOOR_B_LABEL}/sdk1 ${round(b.rps / k.rps)}, door/${DOOR_B_LABEL} ${round(d.rps / b.rps)}`))
+          continue
+        }
+        const r = base.raw
+        const k = base.sdk
+        pairs.push({ raw: r, sdk: k, door: d, ratio: d.rps / r.rps, sdkRatio: d.rps / k.rps, ...at, ...(b === undefined ? {} : { doorB: b, bRatio: b.rps / r.rps, bSdkRatio: b.rps / k.rps, doorOverB: d.rps / b.rps }) })
+        log(`throughput ${kind} round ${i + 1} (load ${at.load1}): raw ${Math.round(r.rps)} req/s (${round(r.serverCpuUsPerReq, 1)} µs CPU/req), sdk ${Math.round(k.rps)} req/s (${round(k.serverCpuUsPerReq, 1)} µs CPU/req), door ${Math.round(d.rps)} req/s (${round(d.serverCpuUsPerReq, 1)} µs CPU/req); door/sdk ${round(d.rps / k.rps)}, door/raw ${round(d.rps / r.rps)}` +
           (b === undefined ? "" : `; ${DOOR_B_LABEL} ${Math.round(b.rps)} req/s (${round(b.serverCpuUsPerReq, 1)} µs CPU/req), ${DOOR_B_LABEL}/sdk ${round(b.rps / k.rps)}, door/${DOOR_B_LABEL} ${round(d.rps / b.rps)}`))
       }
       const mean = (f) => pairs.reduce((s, p) => s + f(p), 0) / pairs.length
@@ -264,14 +351,41 @@ const throughput = async () => {
           main: DOOR_B,
           rps: mean((p) => p.doorB.rps),
           cpuUsPerReq: mean((p) => p.doorB.serverCpuUsPerReq),
-          sdkRatio: mean((p) => p.doorB.rps) / mean((p) => p.sdk.rps),
-          rawRatio: mean((p) => p.doorB.rps) / mean((p) => p.raw.rps),
+          ...(v1
+            ? { sdk1Ratio: mean((p) => p.doorB.rps) / mean((p) => p.sdk1.rps) }
+            : { sdkRatio: mean((p) => p.doorB.rps) / mean((p) => p.sdk.rps), rawRatio: mean((p) => p.doorB.rps) / mean((p) => p.raw.rps) }),
           doorOverB: pairs.map((p) => p.doorOverB)
         }
+      }
+      if (v1) {
+        const sdk1Ratio = mean((p) => p.door.rps) / mean((p) => p.sdk1.rps)
+        out[kind] = {
+          workload: kind,
+          loadAtStart,
+          ...bSummary,
+          baseline: "@a2a-js/sdk 1.x (bench/sdk1-server.mjs)",
+          request: doorLoads[kind][0],
+          responseBytes: bytes,
+          sdk1Rps: mean((p) => p.sdk1.rps),
+          doorRps: mean((p) => p.door.rps),
+          sdk1Ratio,
+          medianPairRatio: median(pairs.map((p) => p.sdk1Ratio)),
+          sdk1Ratios: pairs.map((p) => p.sdk1Ratio),
+          target: V1_TARGETS[kind],
+          targetMet: sdk1Ratio >= V1_TARGETS[kind],
+          sdk1CpuUsPerReq: mean((p) => p.sdk1.serverCpuUsPerReq),
+          doorCpuUsPerReq: mean((p) => p.door.serverCpuUsPerReq),
+          sdk1CpuRatio: mean((p) => p.sdk1.serverCpuUsPerReq) / mean((p) => p.door.serverCpuUsPerReq),
+          doorP99ms: mean((p) => p.door.p99ms),
+          sdk1P99ms: mean((p) => p.sdk1.p99ms),
+          pairs
+        }
+        continue
       }
       out[kind] = {
         loadAtStart,
         ...bSummary,
+        responseBytes: bytes,
         rawRps: mean((p) => p.raw.rps),
         sdkRps: mean((p) => p.sdk.rps),
         doorRps: mean((p) => p.door.rps),
@@ -291,12 +405,15 @@ const throughput = async () => {
         pairs
       }
     }
-    return { date: new Date().toISOString(), mix: out.mix, sendOnly: out.send, getOnly: out.get }
+    const result = { date: new Date().toISOString(), workloads: WORKLOADS }
+    for (const kind of WORKLOADS) result[WORKLOAD_KEYS[kind]] = out[kind]
+    return result
   } finally {
     await door.stop()
     await doorB?.stop()
-    await raw.stop()
-    await sdk.stop()
+    await raw?.stop()
+    await sdk?.stop()
+    await sdk1?.stop()
   }
 }
 
@@ -586,10 +703,21 @@ const main = async () => {
   const rows = []
   const t = results.throughput
   if (t) {
-    for (const [label, w] of [["message/send+tasks/get", t.mix], ["message/send only", t.sendOnly], ["tasks/get only", t.getOnly]]) {
-      if (w === undefined) continue
+    for (const kind of ["mix", "send", "get"]) {
+      const label = WORKLOAD_LABELS[kind]
+      const w = t[WORKLOAD_KEYS[kind]]
+      if (w === undefined || !WORKLOADS.includes(kind)) continue
       if (w.doorB !== undefined) rows.push([`  ${w.doorB.label} ${label}`, `${Math.round(w.doorB.rps)} req/s, ${round(w.doorB.cpuUsPerReq, 1)} µs CPU/req`, `${w.doorB.label}/sdk ${round(w.doorB.sdkRatio)}, ${w.doorB.label}/raw ${round(w.doorB.rawRatio)}; door/${w.doorB.label} per round ${w.doorB.doorOverB.map((r) => round(r)).join(", ")}`])
       rows.push([`throughput ${label}, ${CONNECTIONS} conns`, `door ${Math.round(w.doorRps)} req/s, sdk ${Math.round(w.sdkRps)} req/s, raw ${Math.round(w.rawRps)} req/s`, `door/sdk ${round(w.sdkRatio)} (rounds ${w.sdkRatios.map((r) => round(r)).join(", ")}), door/raw ${round(w.ratio)} (rounds ${w.ratios.map((r) => round(r)).join(", ")}); server CPU/req door ${round(w.doorCpuUsPerReq, 1)} µs, sdk ${round(w.sdkCpuUsPerReq, 1)} µs, raw ${round(w.rawCpuUsPerReq, 1)} µs`])
+    }
+  }
+  if (t) {
+    for (const kind of ["send1", "get1", "rest-send1", "rest-get1"]) {
+      const w = t[WORKLOAD_KEYS[kind]]
+      if (w === undefined || !WORKLOADS.includes(kind)) continue
+      const label = WORKLOAD_LABELS[kind]
+      if (w.doorB !== undefined) rows.push([`  ${w.doorB.label} ${label}`, `${Math.round(w.doorB.rps)} req/s, ${round(w.doorB.cpuUsPerReq, 1)} µs CPU/req`, `${w.doorB.label}/sdk1 ${round(w.doorB.sdk1Ratio)}; door/${w.doorB.label} per round ${w.doorB.doorOverB.map((r) => round(r)).join(", ")}`])
+      rows.push([`throughput ${label}, ${CONNECTIONS} conns`, `door ${Math.round(w.doorRps)} req/s, sdk1 ${Math.round(w.sdk1Rps)} req/s`, `door/sdk1 ${round(w.sdk1Ratio, 3)} (rounds ${w.sdk1Ratios.map((r) => round(r)).join(", ")}; target ≥ ${w.target}: ${w.targetMet ? "met" : "MISSED"}); server CPU/req door ${round(w.doorCpuUsPerReq, 1)} µs, sdk1 ${round(w.sdk1CpuUsPerReq, 1)} µs; p99 door ${round(w.doorP99ms)} ms, sdk1 ${round(w.sdk1P99ms)} ms`])
     }
   }
   const f = results.fanout
@@ -616,6 +744,12 @@ const main = async () => {
   } catch {}
   for (const part of ["throughput", "fanout", "cancel", "resource"]) {
     if (results[part] === undefined && kept[part] !== undefined) results[part] = { ...kept[part], date: kept[part].date ?? kept.date }
+  }
+  // Likewise throughput workloads not run this time (each keeps the date of the run that measured it).
+  if (t && kept.throughput !== undefined) {
+    for (const key of Object.values(WORKLOAD_KEYS)) {
+      if (t[key] === undefined && kept.throughput[key] !== undefined) t[key] = { date: kept.throughput.date ?? kept.date, ...kept.throughput[key] }
+    }
   }
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`)
   console.log(`results: ${file}`)

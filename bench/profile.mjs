@@ -2,6 +2,8 @@
 // autocannon, stops it and summarises the .cpuprofile by self time: per bucket (node internals,
 // effect runtime, @effect/platform, project code, GC, idle) and the top functions.
 // usage: node bench/profile.mjs [mix|get|send] [door|raw|variant:<name>] [seconds]   (after `npm run build`)
+//        node bench/profile.mjs [send1|get1|rest-send1|rest-get1] [door|sdk1] [seconds]   (A2A 1.0: bench/door.mjs's
+//        1.0 workloads, `A2A-Version: 1.0`, the door's known task a `/forever` task started over 1.0)
 //        node bench/profile.mjs summary <file.cpuprofile>   (summarise a profile taken elsewhere, e.g. the
 //        fan-out server's: BENCH_PARTS=fanout BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=<dir>" node bench/door.mjs)
 import autocannon from "autocannon"
@@ -24,6 +26,8 @@ const dir = mkdtempSync(join(tmpdir(), "door-prof-"))
   // target: raw | door | variant:<name> (bench/door-variants.mjs)
   const args = target === "raw"
     ? ["bench/raw-server.mjs"]
+    : target === "sdk1"
+    ? ["bench/sdk1-server.mjs"]
     : target.startsWith("variant:")
     ? ["bench/door-variants.mjs", target.slice(8)]
     : ["dist/main.js", "serve", "--json", "--max-active", "100000", "--queue-depth", "100000"]
@@ -36,19 +40,32 @@ const dir = mkdtempSync(join(tmpdir(), "door-prof-"))
       if (line) resolve(JSON.parse(line))
     })
   })
-  const post = (body) => new Promise((resolve, reject) => {
-    const req = http.request(info.url, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
+  const post = (body, extra = {}) => new Promise((resolve, reject) => {
+    const req = http.request(info.url, { method: "POST", headers: { "content-type": "application/json", ...extra } }, (res) => {
       let t = ""
       res.on("data", (c) => (t += c)).on("end", () => resolve(JSON.parse(t)))
     })
     req.on("error", reject)
     req.end(body)
   })
+  const v1 = ["send1", "get1", "rest-send1", "rest-get1"].includes(kind)
   const send = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/complete hi" }] } } })
-  const known = info.known_task ?? (await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/forever" }] } } }))).result.id
+  const known = info.known_task ?? (v1
+    ? (await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "/forever" }] }, configuration: { returnImmediately: true } } }), { "a2a-version": "1.0" })).result.task.id
+    : undefined) ?? (await post(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ text: "/forever" }] } } }))).result.id
   const get = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: known } })
   const headers = { "content-type": "application/json" }
-  const requests = kind === "get"
+  const headers1 = { ...headers, "a2a-version": "1.0" }
+  const sendParams1 = { message: { messageId: "bench-0", role: "ROLE_USER", parts: [{ text: "/complete hi" }] }, configuration: { returnImmediately: true } }
+  const requests = kind === "send1"
+    ? [{ method: "POST", path: "/", headers: headers1, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: sendParams1 }) }]
+    : kind === "get1"
+    ? [{ method: "POST", path: "/", headers: headers1, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: known } }) }]
+    : kind === "rest-send1"
+    ? [{ method: "POST", path: "/message:send", headers: headers1, body: JSON.stringify(sendParams1) }]
+    : kind === "rest-get1"
+    ? [{ method: "GET", path: `/tasks/${encodeURIComponent(known)}`, headers: { "a2a-version": "1.0" } }]
+    : kind === "get"
     ? [{ method: "POST", path: "/", headers, body: get }]
     : kind === "send"
     ? [{ method: "POST", path: "/", headers, body: send }]
