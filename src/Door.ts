@@ -84,9 +84,20 @@ export { readTokenFile } from "./http/DoorCredentials.js"
 
 /**
  * A signer for `Settings.cardSigner` from a PEM private key file (owner-only, as a tokens file),
- * or the refusal (`E-RUN-040`) naming why; `makeCardSigner` takes the PEM text itself.
+ * or the refusal (`E-RUN-040`) naming why.
+ *
+ * @since 0.2.0
+ * @category constructors
  */
 export { readCardSigner } from "./http/DoorCredentials.js"
+
+/**
+ * A signer for `Settings.cardSigner` from PEM text: the door's A2A 1.0 cards are then signed
+ * (JWS) so a client can check them with the key's public half.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export { type CardSigner, makeCardSigner } from "./services/CardSignature.js"
 
 /**

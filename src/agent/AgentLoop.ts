@@ -16,6 +16,7 @@ import * as WorkdirFs from "../records/WorkdirFs.js"
 import { CapsuleFailure, INPUT_TIMEOUT, type TaskInput, type TaskIO } from "../services/Capsule.js"
 import { parseAllowList } from "../project/NetworkPolicy.js"
 import { stageAttachments } from "./Attachments.js"
+import { outputFiles } from "./OutputFiles.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { Shell } from "../shell/Shell.js"
@@ -115,6 +116,8 @@ export interface AgentEnv {
   readonly peerFiles: Option.Option<PeerFiles["Type"]>
   /** `Conversations.stateless` unless `lifecycle.conversation: threaded`. */
   readonly conversations: Conversations["Type"]
+  /** The door's URL, when the session has one: large output files are linked on its resource plane. */
+  readonly doorUrl?: string | undefined
 }
 
 /** One task in progress: what it was handed, and what it has done so far. */
@@ -453,6 +456,9 @@ export const runAgentTask = (env: AgentEnv, given: TaskInput, io: TaskIO) =>
       Effect.onInterrupt(() => canceled(task))
     )
     const finished = yield* Effect.either(Effect.all([Fiber.join(task.taskFile), writeResult(workdir, outcome.text), task.log.refused]))
+    // What the task wrote under the declared export root goes back as file parts (./OutputFiles.ts).
+    const outputs = outputFiles(workdir, env.prepared.project.manifest.exports?.files, task.started, env.doorUrl)
+    if (outputs.summary !== "") yield* task.io.artifact("files", outputs.summary, outputs.files)
     if (Either.isLeft(finished)) {
       yield* writeFailedResult(workdir, `error: ${finished.left.message}`)
       yield* endTask(task, "failed")

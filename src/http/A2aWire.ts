@@ -123,7 +123,7 @@ export const a2aTask = (task: Task, options: TaskShape = {}, version: A2aVersion
   const artifacts = options.withoutArtifacts === true ? [] : task.artifacts.map((artifact) => ({
     artifactId: artifact.artifactId,
     name: artifact.name,
-    parts: artifact.parts.map((part) => spelling.text(part.text))
+    parts: artifact.parts.map(spelling.part)
   }))
   if (options.residue !== undefined && options.residue.length > 0) {
     artifacts.push({
@@ -168,12 +168,12 @@ const a2aEvent = (frame: Frame, append: boolean, spelling: Spelling) => {
     }
     return spelling.kinds ? update : { statusUpdate: update }
   }
-  const artifact = (artifactId: string, name: string, text: string, appended: boolean, lastChunk: boolean) => {
+  const artifact = (artifactId: string, name: string, parts: ReadonlyArray<object>, appended: boolean, lastChunk: boolean) => {
     const update = {
       ...kindOf(spelling, "artifact-update"),
       taskId,
       contextId,
-      artifact: { artifactId, name, parts: [spelling.text(text)] },
+      artifact: { artifactId, name, parts },
       // ProtoJSON leaves a false bool out.
       ...(spelling.kinds || appended ? { append: appended } : {}),
       ...(spelling.kinds || lastChunk ? { lastChunk } : {})
@@ -187,11 +187,11 @@ const a2aEvent = (frame: Frame, append: boolean, spelling: Spelling) => {
       return status(event.state, endsA2aStream(event.state, event.final), message)
     }
     case "Text":
-      return artifact(`${taskId}-turn-${event.turn}`, "response", event.text, append, event.final)
+      return artifact(`${taskId}-turn-${event.turn}`, "response", [spelling.text(event.text)], append, event.final)
     case "Thinking":
       return status("working", false, statusMessage(spelling, taskId, contextId, `${frame.id}`, event.text, { "murmur/kind": "thinking" }))
     case "Artifact":
-      return artifact(event.artifactId, event.name, event.content, false, true)
+      return artifact(event.artifactId, event.name, event.files === undefined ? [spelling.text(event.content)] : event.files.map(spelling.part), false, true)
   }
 }
 

@@ -62,7 +62,8 @@ export interface TaskInput {
 export interface TaskIO {
   readonly text: (chunk: string) => Effect.Effect<void>
   readonly thinking: (chunk: string) => Effect.Effect<void>
-  readonly artifact: (name: string, content: string) => Effect.Effect<void>
+  /** An artifact: its text, or (with `files`) the files it carries and a summary of them as its text. */
+  readonly artifact: (name: string, content: string, files?: ReadonlyArray<FilePart>) => Effect.Effect<void>
   /** A non-final `working` status line. */
   readonly status: (message: string) => Effect.Effect<void>
   /**

@@ -10,6 +10,7 @@
  * receives and before `Closed`: no loss goes unannounced.
  */
 import { Chunk, Context, Effect, Layer, type Scope, Stream } from "effect"
+import { partBytes } from "./Task.js"
 import type { Frame, TaskEvent } from "./TaskEvent.js"
 
 export type LogItem =
@@ -53,6 +54,7 @@ export const frameBytes = (frame: Frame): number => {
       break
     case "Artifact":
       text += Buffer.byteLength(event.artifactId) + Buffer.byteLength(event.name) + Buffer.byteLength(event.content)
+      for (const file of event.files ?? []) text += partBytes(file)
       break
   }
   return text + frameOverhead

@@ -73,7 +73,7 @@ export interface Message {
 export interface Artifact {
   readonly artifactId: string
   readonly name: string
-  readonly parts: ReadonlyArray<TextPart>
+  readonly parts: ReadonlyArray<Part>
 }
 
 /** Who sent the task and how far its content is trusted (the reference's provenance). */

@@ -2,7 +2,7 @@
  * What a running task emits. Events are structured (never substring-matched, unlike the
  * reference); the door encodes them per dialect. A `Frame` is an event with its session-wide id.
  */
-import type { TaskState } from "./Task.js"
+import type { FilePart, TaskState } from "./Task.js"
 
 export type TaskEvent =
   | {
@@ -14,7 +14,15 @@ export type TaskEvent =
   }
   | { readonly _tag: "Text"; readonly text: string; readonly final: boolean; readonly turn: number }
   | { readonly _tag: "Thinking"; readonly text: string }
-  | { readonly _tag: "Artifact"; readonly artifactId: string; readonly name: string; readonly content: string }
+  | {
+    readonly _tag: "Artifact"
+    readonly artifactId: string
+    readonly name: string
+    /** The artifact's text; with `files`, a summary of them for readers without file parts. */
+    readonly content: string
+    /** Files the artifact carries (a task's output files): A2A readers get these as its parts. */
+    readonly files?: ReadonlyArray<FilePart>
+  }
 
 export interface Frame {
   /** Session-wide sequence number, from 1, strictly increasing. */

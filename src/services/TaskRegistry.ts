@@ -81,7 +81,7 @@ export const taskBytes = (task: Task): number => {
   }
   for (const artifact of task.artifacts) {
     total += entryOverhead + utf8(artifact.artifactId) + utf8(artifact.name)
-    for (const part of artifact.parts) total += utf8(part.text)
+    for (const part of artifact.parts) total += partBytes(part)
   }
   return total
 }

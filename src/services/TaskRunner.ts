@@ -201,9 +201,19 @@ const makeRunner = (config: TaskRunnerConfig) =>
             return emit(task, { _tag: "Text", text: chunk, final: false, turn: state.turn })
           }),
         thinking: (chunk) => emit(task, { _tag: "Thinking", text: chunk }),
-        artifact: (name, content) =>
-          registry.update(task.id, { addArtifact: { artifactId: mintId("art"), name, parts: [{ kind: "text", text: content }] } }).pipe(
-            Effect.flatMap((updated) => emit(updated, { _tag: "Artifact", artifactId: updated.artifacts.at(-1)!.artifactId, name, content })),
+        artifact: (name, content, files) =>
+          registry.update(task.id, {
+            addArtifact: { artifactId: mintId("art"), name, parts: files === undefined || files.length === 0 ? [{ kind: "text", text: content }] : files }
+          }).pipe(
+            Effect.flatMap((updated) =>
+              emit(updated, {
+                _tag: "Artifact",
+                artifactId: updated.artifacts.at(-1)!.artifactId,
+                name,
+                content,
+                ...(files === undefined || files.length === 0 ? {} : { files })
+              })
+            ),
             Effect.orDie
           ),
         status: (message) => emit(task, { _tag: "Status", state: "working", message, final: false }),
