@@ -14,10 +14,14 @@ type Json = Record<string, unknown>
 
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** snake_case names of the camelCase ones asked for, made once each (the decoder's hot path). */
+const snakeNames = new Map<string, string>()
+
 /** A field by its ProtoJSON (camelCase) name or its proto (snake_case) name. */
 const field = (record: Json, camel: string): unknown => {
   if (camel in record) return record[camel]
-  const snake = camel.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`)
+  let snake = snakeNames.get(camel)
+  if (snake === undefined) snakeNames.set(camel, snake = camel.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`))
   return snake === camel ? undefined : record[snake]
 }
 

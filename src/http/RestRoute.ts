@@ -72,8 +72,9 @@ const numeric = (query: Record<string, string>, name: string): Record<string, un
 }
 
 /** Which 1.0 method a path names (query already split off), or `undefined` for none. */
-export const routeOf = (httpMethod: string, path: string, query: URLSearchParams): Routed | undefined => {
-  const fromQuery = Object.fromEntries(query)
+export const routeOf = (httpMethod: string, path: string, query: string): Routed | undefined => {
+  // Only the routes that read a query pay for parsing one.
+  const fromQuery: Record<string, string> = query.length === 0 ? {} : Object.fromEntries(new URLSearchParams(query))
   if (path === "/message:send" && httpMethod === "POST") return { method: "SendMessage", params: {}, body: "params" }
   if (path === "/message:stream" && httpMethod === "POST") return { method: "SendStreamingMessage", params: {}, body: "params" }
   if (path === "/extendedAgentCard" && httpMethod === "GET") return { method: "GetExtendedAgentCard", params: {}, body: "none" }
@@ -144,7 +145,7 @@ export const makeRestRoute = Effect.gen(function*() {
     const headers = incoming.headers
     const at = request.url.indexOf("?")
     const path = at < 0 ? request.url : request.url.slice(0, at)
-    const routed = routeOf(request.method, path, new URLSearchParams(at < 0 ? "" : request.url.slice(at + 1)))
+    const routed = routeOf(request.method, path, at < 0 ? "" : request.url.slice(at + 1))
     const negotiated = negotiate(headers, request.url)
     const refuse = (error: RpcError) => {
       incoming.resume()
@@ -171,7 +172,7 @@ export const makeRestRoute = Effect.gen(function*() {
       if (parsed._tag === "Left") return Effect.succeed(errorResponse(toRpcError(parsed.left)))
       if (!isObject(parsed.right)) return Effect.succeed(errorResponse(toRpcError(new ParseError({ detail: "the body must be a JSON object" }))))
       // The path names the task: a body cannot move the call to another one.
-      return call(request, headers, routed, { ...parsed.right, ...routed.params })
+      return call(request, headers, routed, Object.keys(routed.params).length === 0 ? parsed.right : { ...parsed.right, ...routed.params })
     })
   })
 })
