@@ -1,8 +1,9 @@
 /**
  * The gRPC binding (A2A 1.0 §10): the official `@a2a-js/sdk` 1.3 client's gRPC transport, chosen
  * from the card as a client picks it (`preferredTransports: ["GRPC"]`), drives a real door on
- * loopback (`openDoor({ grpc: true })`, the scripted capsule) through the checks
- * test/http/Interop1.test.ts makes over JSON-RPC and HTTP+JSON. Then what is gRPC's own: the
+ * loopback (`openDoor({ grpc: true })`, the scripted capsule); the checks every binding shares
+ * (send, stream, get, list, cancel, resubscribe, push configs) run over gRPC in
+ * test/http/Interop1.test.ts. Here is what is gRPC's own: the
  * bearer token in metadata, `a2a-version` metadata, the `ErrorInfo` in `grpc-status-details-bin`,
  * a client's cancel giving its stream slot back, and the server ending with the session; and
  * `serve --grpc-port` through the built CLI (`npm test` builds first; run `npm run build` before
@@ -15,21 +16,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { credentials as grpcCredentials, Metadata, type ServiceError, status } from "@grpc/grpc-js"
-import {
-  CancelTaskRequest,
-  GetTaskRequest,
-  ListTasksRequest,
-  type Message,
-  Role,
-  SendMessageRequest,
-  type StreamResponse,
-  SubscribeToTaskRequest,
-  type Task,
-  TaskState
-} from "@a2a-js/sdk-1"
+import { CancelTaskRequest, GetTaskRequest, type Task, TaskState } from "@a2a-js/sdk-1"
 import { type CallInterceptor, type Client, ClientFactory, ClientFactoryOptions } from "@a2a-js/sdk-1/client"
 import { GrpcTransportFactory } from "@a2a-js/sdk-1/client/grpc"
-import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk-1/errors"
+import { TaskNotFoundError } from "@a2a-js/sdk-1/errors"
 import { Either, Redacted } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import {
@@ -41,48 +31,9 @@ import {
 import { ErrorInfo } from "../../src/grpc/generated/google/rpc/error_details.js"
 import { Status } from "../../src/grpc/generated/google/rpc/status.js"
 import { makeDoorCredentials } from "../../src/http/DoorCredentials.js"
-import { followUpPrompt } from "../../src/services/EchoCapsule.js"
-import { type DoorOptions, type OpenDoor, openDoor, sleep, waitForState } from "../lib/Door.js"
+import { type DoorOptions, type OpenDoor, openDoor, sleep } from "../lib/Door.js"
+import { artifactText, asTask, drain, expectTaskStream, send } from "../lib/Sdk1.js"
 
-let counter = 0
-
-const send = (text: string, message: Record<string, unknown> = {}, configuration: Record<string, unknown> = {}) =>
-  SendMessageRequest.fromJSON({
-    message: { messageId: `grpc-${Date.now()}-${counter++}`, role: "ROLE_USER", parts: [{ text }], ...message },
-    configuration
-  })
-
-const asTask = (result: Task | Message): Task => {
-  expect("status" in result).toBe(true)
-  return result as Task
-}
-
-const textOf = (parts: ReadonlyArray<{ content?: { $case: string; value: unknown } | undefined }> | undefined) =>
-  (parts ?? []).map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("")
-
-const statusText = (task: Task) => textOf(task.status?.message?.parts)
-const artifactText = (task: Task) => task.artifacts.map((artifact) => textOf(artifact.parts)).join("")
-
-const drain = async (events: AsyncGenerator<StreamResponse>): Promise<Array<StreamResponse>> => {
-  const out: Array<StreamResponse> = []
-  for await (const event of events) out.push(event)
-  return out
-}
-
-/** A task stream: the Task first, then updates of that task only, the stream closed after the last. */
-const expectTaskStream = (events: ReadonlyArray<StreamResponse>) => {
-  expect(events.length).toBeGreaterThanOrEqual(2)
-  const first = events[0]!.payload
-  expect(first?.$case).toBe("task")
-  const taskId = (first!.value as Task).id
-  for (const event of events.slice(1)) {
-    expect(["statusUpdate", "artifactUpdate"]).toContain(event.payload?.$case)
-    expect((event.payload!.value as { taskId: string }).taskId).toBe(taskId)
-  }
-  const last = events.at(-1)!.payload
-  expect(last?.$case).toBe("statusUpdate")
-  return { taskId, last: last!.value as { status: Task["status"] } }
-}
 
 /** Every call carries `authorization` metadata (the SDK passes service parameters as metadata). */
 const bearer = (token: string): CallInterceptor => ({
@@ -169,117 +120,6 @@ describe("@a2a-js/sdk 1.3 over gRPC", () => {
     expect(client.transport.protocolName).toBe("GRPC")
   })
 
-  it("sendMessage blocks until the task settles; getTask reads it, historyLength trims it", async () => {
-    const client = await connectSdk()
-    const task = asTask(await client.sendMessage(send("/complete hi")))
-    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-    expect(statusText(task)).toBe("hi")
-    expect(artifactText(task)).toBe("hi")
-    expect(task.history[0]?.role).toBe(Role.ROLE_USER)
-    expect(textOf(task.history[0]?.parts)).toBe("/complete hi")
-
-    const fetched = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }))
-    expect(fetched.id).toBe(task.id)
-    expect(fetched.contextId).toBe(task.contextId)
-    expect(fetched.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-    // A Timestamp on the wire, RFC 3339 again on the client.
-    expect(fetched.status?.timestamp).toMatch(/^\d{4}-\d\d-\d\dT/)
-    const none = await client.getTask(GetTaskRequest.fromJSON({ id: task.id, historyLength: 0 }))
-    expect(none.history).toEqual([])
-  })
-
-  it("a multi-turn task: input-required, then the answer by taskId completes it", async () => {
-    const client = await connectSdk()
-    const first = asTask(await client.sendMessage(send("hello there")))
-    expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED)
-    expect(statusText(first)).toBe(followUpPrompt)
-    expect(artifactText(first)).toBe("echo: hello there")
-    const done = asTask(await client.sendMessage(send("/done", { taskId: first.id })))
-    expect(done.id).toBe(first.id)
-    expect(done.contextId).toBe(first.contextId)
-    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-    const refused = await client.sendMessage(send("more", { taskId: first.id })).catch((e: unknown) => e)
-    expect(refused).toBeInstanceOf(UnsupportedOperationError)
-    expect(statusOf(refused)).toBe(status.FAILED_PRECONDITION)
-  })
-
-  it("returnImmediately answers at once; the task runs on", async () => {
-    const client = await connectSdk()
-    const started = asTask(await client.sendMessage(send("/sleep 300", {}, { returnImmediately: true })))
-    expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(started.status?.state)
-    await waitForState(door!.url, started.id, ["completed"])
-    expect((await client.getTask(GetTaskRequest.fromJSON({ id: started.id }))).status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-  })
-
-  it("sendMessageStream: the Task, a working status, one appended artifact, the completed status, then the end", async () => {
-    const client = await connectSdk()
-    const events = await drain(client.sendMessageStream(send("/stream 3 20")))
-    const { last } = expectTaskStream(events)
-    expect(last.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-    expect(textOf(last.status?.message?.parts)).toBe("streamed 3 chunks")
-    const chunks = events.flatMap((event) => (event.payload?.$case === "artifactUpdate" ? [event.payload.value] : []))
-    expect(chunks.map((chunk) => textOf(chunk.artifact?.parts)).join("")).toBe("chunk 1 chunk 2 chunk 3 ")
-    expect(new Set(chunks.map((chunk) => chunk.artifact?.artifactId)).size).toBe(1)
-    expect(chunks.map((chunk) => chunk.append)).toEqual([false, ...chunks.slice(1).map(() => true)])
-    expect(chunks.at(-1)?.lastChunk).toBe(true)
-    expect(events.some((event) => event.payload?.$case === "statusUpdate" && event.payload.value.status?.state === TaskState.TASK_STATE_WORKING))
-      .toBe(true)
-  })
-
-  it("listTasks filters by context and state and pages through every task exactly once", async () => {
-    const client = await connectSdk()
-    const first = asTask(await client.sendMessage(send("/complete one")))
-    const contextId = first.contextId
-    for (const text of ["/complete two", "/complete three"]) await client.sendMessage(send(text, { contextId }))
-    await client.sendMessage(send("/complete elsewhere"))
-    const seen: Array<string> = []
-    let pageToken = ""
-    for (let page = 0; page < 5; page++) {
-      const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId, status: "TASK_STATE_COMPLETED", pageSize: 2, pageToken }))
-      expect(listed.totalSize).toBe(3)
-      expect(listed.pageSize).toBe(2)
-      for (const task of listed.tasks) {
-        expect(task.contextId).toBe(contextId)
-        expect(task.artifacts).toEqual([])
-        seen.push(task.id)
-      }
-      pageToken = listed.nextPageToken
-      if (pageToken === "") break
-    }
-    expect(seen.length).toBe(3)
-    expect(new Set(seen).size).toBe(3)
-    const withArtifacts = await client.listTasks(ListTasksRequest.fromJSON({ contextId, includeArtifacts: true, historyLength: 0 }))
-    expect(withArtifacts.tasks.map(artifactText).sort()).toEqual(["one", "three", "two"])
-    const tooBig = await client.listTasks(ListTasksRequest.fromJSON({ pageSize: 101 })).catch((e: unknown) => e)
-    expect((tooBig as Error).name).toBe("RequestMalformedError")
-    expect(statusOf(tooBig)).toBe(status.INVALID_ARGUMENT)
-  })
-
-  it("cancelTask cancels a running task, answers a canceled one again, refuses a completed one", async () => {
-    const client = await connectSdk()
-    const started = asTask(await client.sendMessage(send("/forever", {}, { returnImmediately: true })))
-    await waitForState(door!.url, started.id, ["working"])
-    const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: started.id }))
-    expect(canceled.id).toBe(started.id)
-    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED)
-    expect(statusText(canceled)).toBe("task canceled")
-    expect((await client.cancelTask(CancelTaskRequest.fromJSON({ id: started.id }))).status?.state).toBe(TaskState.TASK_STATE_CANCELED)
-    const done = asTask(await client.sendMessage(send("/complete hi")))
-    expect(await client.cancelTask(CancelTaskRequest.fromJSON({ id: done.id })).catch((e: unknown) => e)).toBeInstanceOf(TaskNotCancelableError)
-  })
-
-  it("resubscribeTask: the current Task first, then the rest of the run", async () => {
-    const client = await connectSdk()
-    const started = asTask(await client.sendMessage(send("/stream 6 60", {}, { returnImmediately: true })))
-    await waitForState(door!.url, started.id, ["working"])
-    const events = await drain(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: started.id })))
-    const { last, taskId } = expectTaskStream(events)
-    expect(taskId).toBe(started.id)
-    expect(last.status?.state).toBe(TaskState.TASK_STATE_COMPLETED)
-    const again = await drain(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: started.id }))).catch((e: unknown) => e)
-    expect(again).toBeInstanceOf(UnsupportedOperationError)
-  })
-
   it("unknown ids are TaskNotFoundError (NOT_FOUND, reason TASK_NOT_FOUND in the details trailer)", async () => {
     const client = await connectSdk()
     const missing = await client.getTask(GetTaskRequest.fromJSON({ id: "tsk_nope" })).catch((e: unknown) => e)
@@ -333,7 +173,7 @@ describe("@a2a-js/sdk 1.3 over gRPC", () => {
       const credentials = Either.getOrThrow(makeDoorCredentials({ tokensFile: path }))
       await open({ door: { credentials, maxBodyBytes: 64 * 1024 } })
       const client = rawClient(door!.grpc!)
-      const message = (text: string) => RawSendMessageRequest.fromJSON({ message: { messageId: `grpc-raw-${counter++}`, role: "ROLE_USER", parts: [{ text }] } })
+      const message = (text: string) => RawSendMessageRequest.fromJSON({ message: { messageId: `grpc-raw-${text.length}-${Date.now()}`, role: "ROLE_USER", parts: [{ text }] } })
       const denied = await raw(client.sendMessage.bind(client), message("/complete no"), { authorization: "Bearer grpc-reader-token-0123" })
       expect(denied.error?.code).toBe(status.PERMISSION_DENIED)
       expect(denied.error?.details).toBe("Forbidden: principal 'reader' does not hold the scope 'send'")

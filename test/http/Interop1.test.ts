@@ -1,7 +1,9 @@
 /**
  * Interop: the official `@a2a-js/sdk` 1.3 client, created the documented way
  * (`new ClientFactory().createFromUrl(url)`, no compatibility options), drives a real door on
- * loopback over A2A 1.0, through JSON-RPC and through HTTP+JSON, against the scripted capsule.
+ * loopback over A2A 1.0, through JSON-RPC, HTTP+JSON and gRPC (its `GrpcTransportFactory`, the
+ * door serving `grpc: true`), against the scripted capsule. What only gRPC has (statuses and
+ * trailers, metadata, its server's life) is in ../grpc/GrpcDoor.test.ts.
  */
 import {
   CancelTaskRequest,
@@ -10,17 +12,14 @@ import {
   GetTaskRequest,
   ListTaskPushNotificationConfigsRequest,
   ListTasksRequest,
-  type Message,
   Role,
-  SendMessageRequest,
-  type StreamResponse,
   SubscribeToTaskRequest,
-  type Task,
   TaskPushNotificationConfig,
   TaskState
 } from "@a2a-js/sdk-1"
 import {
   type AuthenticationHandler,
+  type CallInterceptor,
   type Client,
   ClientFactory,
   ClientFactoryOptions,
@@ -28,6 +27,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory
 } from "@a2a-js/sdk-1/client"
+import { GrpcTransportFactory } from "@a2a-js/sdk-1/client/grpc"
 import {
   RequestMalformedError,
   TaskNotCancelableError,
@@ -37,55 +37,23 @@ import {
 import { Redacted } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { followUpPrompt } from "../../src/services/EchoCapsule.js"
-import { type OpenDoor, openDoor, waitForState } from "../lib/Door.js"
+import { type DoorOptions, type OpenDoor, openDoor, waitForState } from "../lib/Door.js"
+import { artifactText, asTask, drain, expectTaskStream, send, statusText, textOf } from "../lib/Sdk1.js"
 
-let counter = 0
 
-const send = (text: string, message: Record<string, unknown> = {}, configuration: Record<string, unknown> = {}) =>
-  SendMessageRequest.fromJSON({
-    message: { messageId: `interop1-${Date.now()}-${counter++}`, role: "ROLE_USER", parts: [{ text }], ...message },
-    configuration
-  })
+const bindings = ["JSONRPC", "HTTP+JSON", "GRPC"] as const
+type Binding = (typeof bindings)[number]
 
-const asTask = (result: Task | Message): Task => {
-  expect("status" in result).toBe(true)
-  return result as Task
-}
-
-const textOf = (parts: ReadonlyArray<{ content?: { $case: string; value: unknown } | undefined }> | undefined) =>
-  (parts ?? []).map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("")
-
-const statusText = (task: Task) => textOf(task.status?.message?.parts)
-const artifactText = (task: Task) => task.artifacts.map((artifact) => textOf(artifact.parts)).join("")
-
-const drain = async (events: AsyncGenerator<StreamResponse>): Promise<Array<StreamResponse>> => {
-  const out: Array<StreamResponse> = []
-  for await (const event of events) out.push(event)
-  return out
-}
-
-/** A task stream: the Task first, then updates of that task only, the stream closed after the last. */
-const expectTaskStream = (events: ReadonlyArray<StreamResponse>) => {
-  expect(events.length).toBeGreaterThanOrEqual(2)
-  const first = events[0]!.payload
-  expect(first?.$case).toBe("task")
-  const taskId = (first!.value as Task).id
-  for (const event of events.slice(1)) {
-    expect(["statusUpdate", "artifactUpdate"]).toContain(event.payload?.$case)
-    expect((event.payload!.value as { taskId: string }).taskId).toBe(taskId)
-  }
-  const last = events.at(-1)!.payload
-  expect(last?.$case).toBe("statusUpdate")
-  return { taskId, last: last!.value as { status: Task["status"] } }
-}
-
-const bindings = ["JSONRPC", "HTTP+JSON"] as const
-
-const factoryFor = (binding: (typeof bindings)[number]) =>
+const factoryFor = (binding: Binding) =>
   binding === "JSONRPC"
     // The documented default: JSON-RPC is the card's first interface.
     ? new ClientFactory()
-    : new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ["HTTP+JSON"] }))
+    : binding === "HTTP+JSON"
+    ? new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ["HTTP+JSON"] }))
+    : new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory()], preferredTransports: ["GRPC"] }))
+
+/** A door for `binding`: gRPC is served only when asked for. */
+const doorFor = (binding: Binding, options: DoorOptions = {}) => openDoor(binding === "GRPC" ? { ...options, grpc: true } : options)
 
 describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
   let door: OpenDoor | undefined
@@ -95,7 +63,7 @@ describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
   })
 
   const connect = async (): Promise<Client> => {
-    door = await openDoor()
+    door = await doorFor(binding)
     return factoryFor(binding).createFromUrl(door.url)
   }
 
@@ -105,6 +73,7 @@ describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
     expect(card.supportedInterfaces.map((entry) => [entry.protocolBinding, entry.protocolVersion, entry.url])).toEqual([
       ["JSONRPC", "1.0", door!.url],
       ["HTTP+JSON", "1.0", door!.url],
+      ...(binding === "GRPC" ? [["GRPC", "1.0", door!.grpc]] : []),
       ["JSONRPC", "0.3", door!.url]
     ])
     expect(card.capabilities?.streaming).toBe(true)
@@ -224,7 +193,7 @@ describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
   })
 
   it("unknown ids are TaskNotFoundError; a push config round trip (create, get, list, delete)", async () => {
-    door = await openDoor({ door: { pushAllow: ["127.0.0.1"] } })
+    door = await doorFor(binding, { door: { pushAllow: ["127.0.0.1"] } })
     const client = await factoryFor(binding).createFromUrl(door.url)
     expect(await client.getTask(GetTaskRequest.fromJSON({ id: "tsk_nope" })).catch((e: unknown) => e)).toBeInstanceOf(TaskNotFoundError)
     expect(await client.cancelTask(CancelTaskRequest.fromJSON({ id: "tsk_nope" })).catch((e: unknown) => e)).toBeInstanceOf(TaskNotFoundError)
@@ -247,15 +216,23 @@ describe.each(bindings)("@a2a-js/sdk 1.3 over %s", (binding) => {
 
   it("with a door token: the client authenticates, and getAgentCard returns the extended card", async () => {
     const token = "interop1-secret-token"
-    door = await openDoor({ door: { authToken: Redacted.make(token) } })
+    door = await doorFor(binding, { door: { authToken: Redacted.make(token) } })
     const auth: AuthenticationHandler = {
       headers: async () => ({ authorization: `Bearer ${token}` }),
       shouldRetryWithHeaders: async () => undefined
     }
     const fetchImpl = createAuthenticatingFetchWithRetry(fetch, auth)
+    // Over gRPC the token is call metadata, set by an interceptor; over HTTP a header, set by the fetch.
+    const bearer: CallInterceptor = {
+      before: async (args) => {
+        args.options = { ...args.options, serviceParameters: { ...args.options?.serviceParameters, authorization: `Bearer ${token}` } }
+      },
+      after: async () => {}
+    }
     const client = await new ClientFactory({
-      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-      preferredTransports: [binding]
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl }), new GrpcTransportFactory()],
+      preferredTransports: [binding],
+      ...(binding === "GRPC" ? { clientConfig: { interceptors: [bearer] } } : {})
     }).createFromUrl(door.url)
     const card = await client.getAgentCard()
     expect(card.capabilities?.extendedAgentCard).toBe(true)
