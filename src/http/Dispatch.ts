@@ -144,5 +144,9 @@ export class DoorDispatch extends Context.Tag("capsule-runtime/http/DoorDispatch
   DoorDispatch,
   (incoming: Incoming) => Effect.Effect<Dispatched>
 >() {
-  static readonly layer = Layer.scoped(DoorDispatch, makeDispatch)
+  /**
+   * A fresh dispatch for each door it is provided to: layers are shared by reference within a
+   * build, and two doors in one application (two mounted sessions) must not share one.
+   */
+  static readonly layer = Layer.fresh(Layer.scoped(DoorDispatch, makeDispatch))
 }

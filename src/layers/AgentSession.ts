@@ -33,6 +33,7 @@ import { Shell } from "../shell/Shell.js"
 import { makeShellEgress, ShellEgress } from "../shell/egress/ShellEgress.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
 import { Trace } from "../records/Trace.js"
+import { SessionRecord } from "../services/SessionRecord.js"
 
 /** Where durable records live: `MURMUR_HOME`, else `~/.murmur` (tests point it at a temporary directory). */
 export const murmurHome = (hostEnv: Readonly<Record<string, string | undefined>>): string =>
@@ -134,6 +135,11 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
         maxBytes: manifest.context?.recordMaxBytes,
         maxTurns: manifest.context?.recordMaxTurns
       })
+      // What the door does for the session (push deliveries) goes into the same trace.
+      const record = Layer.effect(
+        SessionRecord,
+        Effect.map(Trace, (written) => SessionRecord.of({ record: (eventType, fields) => Effect.ignore(written.record(eventType, undefined, fields)) }))
+      ).pipe(Layer.provide(trace))
       const completions = ShellCompletions.layer.pipe(Layer.provideMerge(planes), Layer.provideMerge(conversations), Layer.provideMerge(trace))
       // Only a session that keeps taking tasks (serve under `queue`, or run under `queue` + `sleep`)
       // can receive a detached command's completion as a task.
@@ -141,7 +147,7 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       const otelEndpoint = manifest.observability?.otelEndpoint
       return deliverCompletions(acceptance === "queue").pipe(
         // The same planes layer as in `completions`: built once, the capsule's and the door's.
-        Layer.provideMerge(withCapsule(capsule, session, planes)),
+        Layer.provideMerge(withCapsule(capsule, session, planes, record)),
         // Merged, not provided: the door serves the same export planes the capsule writes to.
         Layer.provideMerge(completions),
         Layer.provide(otelEndpoint === undefined ? Layer.empty : TelemetryLive(otelEndpoint)),

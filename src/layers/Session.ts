@@ -14,6 +14,7 @@ import type { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog, type EventLogConfig } from "../services/EventLog.js"
 import { PushConfigs, type PushLimits } from "../services/PushConfigs.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
+import { SessionRecord } from "../services/SessionRecord.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { TaskRegistry, type TaskRegistryConfig } from "../services/TaskRegistry.js"
 import { TaskRunner, type TaskRunnerConfig } from "../services/TaskRunner.js"
@@ -24,7 +25,16 @@ import { TaskRunner, type TaskRunnerConfig } from "../services/TaskRunner.js"
  * requires the planes, so a composition that leaves them out does not compile, rather than
  * serving "no plane" for a capsule that declared one.
  */
-export type Session = TaskRegistry | TaskRunner | EventLog | SessionIdentity | DelegationTracker | DetachedRegistry | ResourcePlanes | PushConfigs
+export type Session =
+  | TaskRegistry
+  | TaskRunner
+  | EventLog
+  | SessionIdentity
+  | DelegationTracker
+  | DetachedRegistry
+  | ResourcePlanes
+  | PushConfigs
+  | SessionRecord
 
 /** A session's settings, the same for every kind of capsule. */
 export interface Options {
@@ -43,16 +53,18 @@ export interface Options {
  * sources (a capsule that delegates or detaches shell work reports it there). No door: the
  * registry's acceptance is `options.tasks.acceptance`, else the registry's default.
  */
-export const servicesLayer = <E, R, EP = never, RP = never>(
+export const servicesLayer = <E, R, EP = never, RP = never, ER = never>(
   capsule: Layer.Layer<Capsule, E, R>,
   options: Options = {},
-  planes: Layer.Layer<ResourcePlanes, EP, RP> = ResourcePlanes.layerUndeclared as Layer.Layer<ResourcePlanes, EP, RP>
+  planes: Layer.Layer<ResourcePlanes, EP, RP> = ResourcePlanes.layerUndeclared as Layer.Layer<ResourcePlanes, EP, RP>,
+  record: Layer.Layer<SessionRecord, ER> = SessionRecord.none as Layer.Layer<SessionRecord, ER>
 ) => {
   const residue = Layer.merge(DetachedRegistry.layer, DelegationTracker.layer)
   const base = Layer.mergeAll(
     TaskRegistry.layer(options.tasks),
     EventLog.layer(options.events),
     PushConfigs.layer(options.push),
+    record,
     residue,
     planes,
     capsule.pipe(Layer.provide(residue))
@@ -65,18 +77,20 @@ export const servicesLayer = <E, R, EP = never, RP = never>(
  * given). Reads the door's settings for the registry's default acceptance and for what the card
  * advertises (streaming, bearer auth).
  */
-export const withCapsule = <E, R, EP = never, RP = never>(
+export const withCapsule = <E, R, EP = never, RP = never, ER = never>(
   capsule: Layer.Layer<Capsule, E, R>,
   options: Options = {},
-  planes: Layer.Layer<ResourcePlanes, EP, RP> = ResourcePlanes.layerUndeclared as Layer.Layer<ResourcePlanes, EP, RP>
-): Layer.Layer<Session, E | EP, Exclude<R, DelegationTracker | DetachedRegistry> | RP | DoorAddress | DoorConfig> =>
+  planes: Layer.Layer<ResourcePlanes, EP, RP> = ResourcePlanes.layerUndeclared as Layer.Layer<ResourcePlanes, EP, RP>,
+  /** Where the door records for the session (an agent session: its trace); nothing unless given. */
+  record: Layer.Layer<SessionRecord, ER> = SessionRecord.none as Layer.Layer<SessionRecord, ER>
+): Layer.Layer<Session, E | EP | ER, Exclude<R, DelegationTracker | DetachedRegistry> | RP | DoorAddress | DoorConfig> =>
   Layer.unwrapEffect(Effect.map(DoorConfig, (door) =>
     SessionIdentity.layer({
       streaming: door.acceptance !== "none",
       bearer: !credentialsOf(door).open,
       sessionId: options.sessionId,
       signer: door.cardSigner
-    }).pipe(Layer.provideMerge(servicesLayer(capsule, { ...options, tasks: { acceptance: door.acceptance, ...options.tasks } }, planes)))))
+    }).pipe(Layer.provideMerge(servicesLayer(capsule, { ...options, tasks: { acceptance: door.acceptance, ...options.tasks } }, planes, record)))))
 
 /** The session services around the `Capsule` in context (`CapsuleRuntime.layer`). */
 export const layer = (options: Options = {}): Layer.Layer<Session, never, Capsule | DoorAddress | DoorConfig> =>

@@ -324,6 +324,31 @@ describe("the tokens file", () => {
     }
   })
 
+  it("A2A 1.0 sees the same owners whichever binding: ListTasks, GetTask and REST show a principal its own tasks only (admin all)", async () => {
+    const { door } = await openScoped()
+    const v1 = (who: string) => ({ ...as(who), "a2a-version": "1.0" })
+    const send1 = (who: string, text: string) =>
+      rpc(door.url, "SendMessage", { message: { messageId: `scoped-${who}-${text.length}`, role: "ROLE_USER", parts: [{ text }] } }, { headers: v1(who) })
+    const alices = (await send1("alice", "/complete a")).body.result.task
+    const bobs = (await send1("bob", "/complete b")).body.result.task
+    const listed = async (who: string) => (await rpc(door.url, "ListTasks", {}, { headers: v1(who) })).body.result.tasks.map((task: { id: string }) => task.id).sort()
+    assert.deepStrictEqual(await listed("alice"), [alices.id])
+    assert.deepStrictEqual(await listed("bob"), [bobs.id])
+    assert.deepStrictEqual(await listed("root"), [alices.id, bobs.id].sort())
+    // A task of another principal is not found, over JSON-RPC and over HTTP+JSON alike.
+    assert.strictEqual((await rpc(door.url, "GetTask", { id: alices.id }, { headers: v1("bob") })).body.error.code, -32001)
+    const rest = await fetch(`${door.url}tasks/${alices.id}`, { headers: v1("bob") })
+    assert.strictEqual(rest.status, 404)
+    // A context claimed over one binding is refused to another principal over the other.
+    const claimed = await fetch(`${door.url}message:send`, {
+      method: "POST",
+      headers: { ...v1("bob"), "content-type": "application/json" },
+      body: JSON.stringify({ message: { messageId: "scoped-steal", role: "ROLE_USER", contextId: alices.contextId, parts: [{ text: "/complete mine" }] } })
+    })
+    assert.strictEqual(claimed.status, 400)
+    assert.strictEqual((await rpc(door.url, "ListTasks", {}, { headers: v1("sender") })).status, 403)
+  })
+
   it("takes a token by its SHA-256 alone", async () => {
     const { createHash } = await import("node:crypto")
     const digest = createHash("sha256").update(tokenOf("hashed")).digest("hex")

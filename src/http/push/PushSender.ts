@@ -7,7 +7,8 @@
  * errors, time-outs); a redirect is never followed and, like any other 4xx, not retried. What a
  * slow webhook cannot take waits in the worker's subscription, which is bounded: past its bound
  * the frames are dropped and counted (`push fell behind`). Every connection goes through
- * `./PushTarget.ts`'s check.
+ * `./PushTarget.ts`'s check. Each update's outcome (delivered, failed, dropped) is one
+ * `push_delivery` line of the session's record (an agent session's trace).
  */
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
@@ -16,6 +17,7 @@ import { a2aEvents, a2aTask } from "../A2aWire.js"
 import { EventLog, type LogItem, type Subscription } from "../../services/EventLog.js"
 import type { PushConfig } from "../../services/PushConfigs.js"
 import { PushConfigs } from "../../services/PushConfigs.js"
+import { SessionRecord } from "../../services/SessionRecord.js"
 import { isTerminal, type Task } from "../../services/Task.js"
 import { TaskRegistry } from "../../services/TaskRegistry.js"
 import { guardedLookup, PushTargetRefused } from "./PushTarget.js"
@@ -95,25 +97,39 @@ export const makePushSender = (settings: PushSettings) =>
     const log = yield* EventLog
     const registry = yield* TaskRegistry
     const configs = yield* PushConfigs
+    const recorder = yield* SessionRecord
     const scope = yield* Effect.scope
     /** The running worker of each config, by task and config id. */
     const workers = new Map<string, { readonly config: PushConfig; fiber?: Fiber.RuntimeFiber<void> }>()
     const keyOf = (config: PushConfig) => `${config.taskId}\u0000${config.id}`
 
-    /** One update, tried until it is delivered, refused for good, or out of attempts. */
-    const deliver = (config: PushConfig, body: string) =>
-      post(config, body, settings).pipe(
+    /** One update, tried until it is delivered, refused for good, or out of attempts; each traced once. */
+    const deliver = (config: PushConfig, body: string) => {
+      let attempts = 0
+      return Effect.suspend(() => {
+        attempts++
+        return post(config, body, settings)
+      }).pipe(
         Effect.flatMap((outcome) => (outcome._tag === "Failed" && outcome.retry ? Effect.fail(outcome) : Effect.succeed(outcome))),
         Effect.retry(Schedule.exponential(Duration.millis(settings.backoffMs)).pipe(Schedule.intersect(Schedule.recurs(settings.attempts - 1)))),
         Effect.merge,
         Effect.tap((outcome) =>
-          outcome._tag === "Delivered"
-            ? Effect.logDebug("push delivered")
-            : Effect.logWarning("push not delivered", { reason: outcome.reason })
+          Effect.zipRight(
+            recorder.record("push_delivery", {
+              task_id: config.taskId,
+              push_config_id: config.id,
+              host: new URL(config.url).host,
+              outcome: outcome._tag === "Delivered" ? "delivered" : "failed",
+              attempts,
+              ...(outcome._tag === "Delivered" ? { status: outcome.status } : { reason: outcome.reason })
+            }),
+            outcome._tag === "Delivered" ? Effect.logDebug("push delivered") : Effect.logWarning("push not delivered", { reason: outcome.reason })
+          )
         ),
         Effect.annotateLogs({ taskId: config.taskId, pushConfigId: config.id, host: new URL(config.url).host }),
         Effect.withSpan("Push.deliver", { attributes: { "murmur.task_id": config.taskId, "murmur.push_config_id": config.id } })
       )
+    }
 
     const snapshotBody = (task: Task, config: PushConfig) =>
       config.version === "1.0" ? JSON.stringify({ task: a2aTask(task, {}, "1.0") }) : JSON.stringify(a2aTask(task))
@@ -127,6 +143,13 @@ export const makePushSender = (settings: PushSettings) =>
           for (const item of yield* next(subscription)) {
             if (item._tag === "Closed") return
             if (item._tag === "Lagged") {
+              yield* recorder.record("push_delivery", {
+                task_id: config.taskId,
+                push_config_id: config.id,
+                host: new URL(config.url).host,
+                outcome: "dropped",
+                missed: item.missed
+              })
               yield* Effect.logWarning("push fell behind: updates dropped", { missed: item.missed, taskId: config.taskId, pushConfigId: config.id })
               continue
             }
