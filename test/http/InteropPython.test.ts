@@ -17,7 +17,7 @@ const script = new URL("./fixtures/python_a2a_client.py", import.meta.url).pathn
 const install = (): string | undefined => {
   if (existsSync(join(target, "a2a"))) return undefined
   mkdirSync(target, { recursive: true })
-  const pip = spawnSync("python3", ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", target, "a2a-sdk[http-server]>=1,<2"], {
+  const pip = spawnSync("python3", ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--retries", "0", "--timeout", "5", "--target", target, "a2a-sdk[http-server]>=1,<2"], {
     encoding: "utf8",
     timeout: 120_000
   })
