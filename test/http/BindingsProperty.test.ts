@@ -1,16 +1,27 @@
 /**
  * Property: a task is the same task through every binding and version. Random sequences of
  * send, cancel and get, each through a random binding (JSON-RPC 0.3, JSON-RPC 1.0, HTTP+JSON
- * 1.0), against one real door; after every step, every binding reads every task made so far, and
+ * 1.0, gRPC 1.0 through the generated client), against one real door; after every step, every binding reads every task made so far, and
  * all readings agree on id, context, state, history and artifacts (once each is spelled in the
  * model's terms).
  */
+import { credentials as grpcCredentials, type ServiceError } from "@grpc/grpc-js"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  A2AServiceClient,
+  CancelTaskRequest,
+  GetTaskRequest,
+  SendMessageRequest,
+  SendMessageResponse,
+  Task as TaskMessage
+} from "../../src/grpc/generated/a2a.js"
+import { ErrorInfo } from "../../src/grpc/generated/google/rpc/error_details.js"
+import { Status } from "../../src/grpc/generated/google/rpc/status.js"
 import { a2aMessage, type OpenDoor, openDoor, rpc } from "../lib/Door.js"
 
-type Binding = "jsonrpc-0.3" | "jsonrpc-1.0" | "rest-1.0"
-const bindings: ReadonlyArray<Binding> = ["jsonrpc-0.3", "jsonrpc-1.0", "rest-1.0"]
+type Binding = "jsonrpc-0.3" | "jsonrpc-1.0" | "rest-1.0" | "grpc-1.0"
+const bindings: ReadonlyArray<Binding> = ["jsonrpc-0.3", "jsonrpc-1.0", "rest-1.0", "grpc-1.0"]
 
 interface Seen {
   readonly id: string
@@ -32,10 +43,28 @@ const seen = (task: any): Seen => ({
 })
 
 let door: OpenDoor
+let grpc: A2AServiceClient
 beforeAll(async () => {
-  door = await openDoor({ tasks: { queueDepth: 64, maxActive: 8 } })
+  door = await openDoor({ tasks: { queueDepth: 64, maxActive: 8 }, grpc: true })
+  grpc = new A2AServiceClient(door.grpc!, grpcCredentials.createInsecure())
 })
-afterAll(() => door.close())
+afterAll(async () => {
+  grpc.close()
+  await door.close()
+})
+
+/** A unary gRPC call as a promise of the answer's ProtoJSON, or the A2A reason of its error. */
+const unary = <Req, Res>(
+  call: (request: Req, callback: (error: ServiceError | null, value?: Res) => void) => unknown,
+  request: Req,
+  toJSON: (value: Res) => unknown
+) =>
+  new Promise<{ readonly value?: any; readonly reason?: string }>((resolve) =>
+    call.call(grpc, request, (error, value) => {
+      if (error === null) return resolve({ value: toJSON(value!) })
+      const details = Status.decode(error.metadata.get("grpc-status-details-bin")[0] as Buffer).details[0]
+      resolve({ reason: details === undefined ? String(error.code) : ErrorInfo.decode(details.value).reason })
+    }))
 
 const v1 = { "a2a-version": "1.0" }
 let counter = 0
@@ -47,6 +76,9 @@ const send = async (binding: Binding, text: string): Promise<any> => {
       return (await rpc(door.url, "message/send", { message: a2aMessage(text), configuration: { blocking: false } })).body.result
     case "jsonrpc-1.0":
       return (await rpc(door.url, "SendMessage", { message: message1, configuration: { returnImmediately: true } }, { headers: v1 })).body.result.task
+    case "grpc-1.0":
+      return (await unary(grpc.sendMessage, SendMessageRequest.fromJSON({ message: message1, configuration: { returnImmediately: true } }), SendMessageResponse.toJSON))
+        .value.task
     case "rest-1.0": {
       const response = await fetch(`${door.url}message:send`, {
         method: "POST",
@@ -67,6 +99,8 @@ const get = async (binding: Binding, id: string): Promise<any> => {
       return (await rpc(door.url, "GetTask", { id }, { headers: v1 })).body.result
     case "rest-1.0":
       return await (await fetch(`${door.url}tasks/${encodeURIComponent(id)}`, { headers: v1 })).json()
+    case "grpc-1.0":
+      return (await unary(grpc.getTask, GetTaskRequest.fromJSON({ id }), TaskMessage.toJSON)).value
   }
 }
 
@@ -85,6 +119,10 @@ const cancel = async (binding: Binding, id: string): Promise<{ readonly task?: a
       const body = await response.json()
       // REST says "not cancelable" with HTTP 400 and the reason; the same error as -32002.
       return response.ok ? { task: body } : { code: body.error.details[0].reason === "TASK_NOT_CANCELABLE" ? -32002 : -1 }
+    }
+    case "grpc-1.0": {
+      const answer = await unary(grpc.cancelTask, CancelTaskRequest.fromJSON({ id }), TaskMessage.toJSON)
+      return answer.value !== undefined ? { task: answer.value } : { code: answer.reason === "TASK_NOT_CANCELABLE" ? -32002 : -1 }
     }
   }
 }
