@@ -7,20 +7,11 @@
  */
 import { Either } from "effect"
 import type { DataPart, FilePart } from "../services/Task.js"
-import { InvalidParams } from "./DoorErrors.js"
+import type { InvalidParams } from "./DoorErrors.js"
+import { bad, isObject, optionalText } from "./ParamChecks.js"
 
 export const maxDataBytes = 256 * 1024
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
-
-const bad = (detail: string) => Either.left(new InvalidParams({ detail }))
-
-const optional = (value: unknown, name: string): Either.Either<string | undefined, InvalidParams> =>
-  value === undefined || value === null || value === ""
-    ? Either.right(undefined)
-    : typeof value === "string" && value.length <= 256 && !/[\r\n\0]/.test(value)
-    ? Either.right(value)
-    : bad(`${name} must be a string of at most 256 characters on one line`)
 
 export const decodeDataPart = (part: { readonly data?: unknown; readonly mediaType?: unknown }, anyJson: boolean): Either.Either<DataPart, InvalidParams> => {
   if (part.data === undefined) return bad("a data part needs data")
@@ -28,14 +19,14 @@ export const decodeDataPart = (part: { readonly data?: unknown; readonly mediaTy
   if (!anyJson && !isObject(part.data)) return bad("a data part's data must be an object")
   const size = Buffer.byteLength(JSON.stringify(part.data) ?? "")
   if (size > maxDataBytes) return bad(`a data part holds at most ${maxDataBytes} bytes of JSON, not ${size}`)
-  return Either.map(optional(part.mediaType, "mediaType"), (mediaType) => ({ kind: "data", data: part.data, ...(mediaType === undefined ? {} : { mediaType }) }))
+  return Either.map(optionalText(part.mediaType, "mediaType", 256), (mediaType) => ({ kind: "data", data: part.data, ...(mediaType === undefined ? {} : { mediaType }) }))
 }
 
 export const decodeFilePart = (file: unknown): Either.Either<FilePart, InvalidParams> => {
   if (!isObject(file)) return bad("a file part needs a file object with bytes or uri")
   return Either.gen(function*() {
-    const name = yield* optional(file.name, "file.name")
-    const mediaType = yield* optional(file.mimeType, "file.mimeType")
+    const name = yield* optionalText(file.name, "file.name", 256)
+    const mediaType = yield* optionalText(file.mimeType, "file.mimeType", 256)
     const named = { ...(name === undefined ? {} : { name }), ...(mediaType === undefined ? {} : { mediaType }) }
     const { bytes, uri } = file
     if ((bytes === undefined || bytes === null) === (uri === undefined || uri === null)) {

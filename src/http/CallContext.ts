@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import type { Origin, Provenance, Trust } from "../services/Task.js"
 import type { A2aVersion, Binding } from "./A2aWire.js"
 import type { Principal } from "./DoorScopes.js"
+import { header } from "./Header.js"
 import type { RpcId } from "./JsonRpc.js"
 
 export interface CallContext {
@@ -24,10 +25,7 @@ export interface CallContext {
   readonly principal: Principal
 }
 
-export const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
-  const value = headers[name]
-  return Array.isArray(value) ? value[value.length - 1] : value
-}
+export { header } from "./Header.js"
 
 export const parseLastEventId = (value: string | undefined): number | undefined => {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined

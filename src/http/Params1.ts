@@ -6,19 +6,16 @@
  */
 import { Either } from "effect"
 import type { TaskState } from "../services/Task.js"
-import { type ContentTypeNotSupported, InvalidParams } from "./DoorErrors.js"
+import type { ContentTypeNotSupported, InvalidParams } from "./DoorErrors.js"
+import { bad, isObject, type JsonObject } from "./ParamChecks.js"
 import { decodeSendParams, type SendRequest } from "./Params.js"
 import { decodePushSpec } from "./PushParams.js"
-
-type Json = Record<string, unknown>
-
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** snake_case names of the camelCase ones asked for, made once each (the decoder's hot path). */
 const snakeNames = new Map<string, string>()
 
 /** A field by its ProtoJSON (camelCase) name or its proto (snake_case) name. */
-const field = (record: Json, camel: string): unknown => {
+const field = (record: JsonObject, camel: string): unknown => {
   if (camel in record) return record[camel]
   let snake = snakeNames.get(camel)
   if (snake === undefined) snakeNames.set(camel, snake = camel.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`))
@@ -57,7 +54,7 @@ const messageOf = (message: unknown): unknown => {
  * inverted; `taskPushNotificationConfig` is a push config for the task the message makes.
  */
 export const decodeSendRequest1 = (params: unknown): Either.Either<SendRequest, InvalidParams | ContentTypeNotSupported> => {
-  if (!isObject(params)) return Either.left(new InvalidParams({ detail: "params must be a SendMessageRequest object" }))
+  if (!isObject(params)) return bad("params must be a SendMessageRequest object")
   const configuration = field(params, "configuration")
   const config = isObject(configuration) ? configuration : {}
   const inline = field(config, "taskPushNotificationConfig")
@@ -112,7 +109,6 @@ const flag = (value: unknown): boolean | "bad" =>
 
 /** `ListTasks` params (A2A 1.0 §3.1.4): filters, page size 1–100 (50 by default) and an opaque page token. */
 export const decodeListRequest = (params: unknown): Either.Either<ListRequest, InvalidParams> => {
-  const bad = (detail: string) => Either.left(new InvalidParams({ detail }))
   const record = isObject(params) ? params : {}
   const contextId = field(record, "contextId")
   if (contextId !== undefined && contextId !== null && typeof contextId !== "string") return bad("contextId must be a string")

@@ -10,6 +10,7 @@
  * speak is refused with 1.0's `VersionNotSupportedError` whatever the method.
  */
 import type { IncomingHttpHeaders } from "node:http"
+import { header } from "./Header.js"
 
 export const supportedVersions = ["1.0", "0.3"] as const
 
@@ -25,8 +26,7 @@ const queryVersion = (url: string): string | undefined => {
 
 /** The version a request asks for: `undefined` when it names none (0.3 by the spec's rule). */
 export const negotiate = (headers: IncomingHttpHeaders, url: string): Negotiated => {
-  const given = headers["a2a-version"]
-  const named = ((Array.isArray(given) ? given[given.length - 1] : given) ?? queryVersion(url))?.trim()
+  const named = (header(headers, "a2a-version") ?? queryVersion(url))?.trim()
   if (named === undefined || named.length === 0) return { _tag: "Supported", version: undefined }
   const majorMinor = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(named)
   const version = majorMinor === null ? named : `${Number(majorMinor[1])}.${Number(majorMinor[2])}`

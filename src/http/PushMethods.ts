@@ -72,10 +72,9 @@ export const makePushMethods = (lookup: (call: CallContext, taskId: string) => E
     const create: Method = (call) =>
       Effect.gen(function*() {
         const v1 = call.version === "1.0"
-        const params = call.params as Record<string, unknown>
-        const taskId = typeof params?.taskId === "string" ? params.taskId : undefined
-        if (taskId === undefined) return yield* new InvalidParams({ detail: "taskId is required" })
-        const spec = yield* decodePushSpec(v1 ? params : params.pushNotificationConfig, call.version)
+        // Both versions name the task `taskId` when making a config (0.3's other calls say `id`).
+        const { taskId } = yield* decodePushTarget(call.params, "1.0")
+        const spec = yield* decodePushSpec(v1 ? call.params : (call.params as { pushNotificationConfig?: unknown }).pushNotificationConfig, call.version)
         const config = yield* register(yield* lookup(call, taskId), spec, call.version)
         return json(v1 ? pushConfig1(config) : pushConfig03(config))
       })

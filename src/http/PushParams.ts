@@ -6,26 +6,14 @@
  */
 import { Either } from "effect"
 import type { PushConfig } from "../services/PushConfigs.js"
-import { InvalidParams } from "./DoorErrors.js"
+import type { InvalidParams } from "./DoorErrors.js"
+import { bad, isObject, optionalText } from "./ParamChecks.js"
 
 export interface PushSpec {
   readonly id: string | undefined
   readonly url: string
   readonly token: string | undefined
   readonly authentication: { readonly scheme: string; readonly credentials: string | undefined } | undefined
-}
-
-type Json = Record<string, unknown>
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const bad = (detail: string) => Either.left(new InvalidParams({ detail }))
-
-const optionalText = (value: unknown, name: string, max: number): Either.Either<string | undefined, InvalidParams> => {
-  if (value === undefined || value === null || value === "") return Either.right(undefined)
-  if (typeof value !== "string") return bad(`${name} must be a string`)
-  if (value.length > max) return bad(`${name} is longer than ${max} characters`)
-  // It becomes a header value: a line break would start another header.
-  if (/[\r\n\0]/.test(value)) return bad(`${name} must not contain line breaks`)
-  return Either.right(value)
 }
 
 const schemeToken = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/

@@ -29,23 +29,19 @@ import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { ContentTypeNotSupported, MethodNotFound, ParseError, VersionNotSupported } from "./DoorErrors.js"
 import { parseJson } from "./JsonRpc.js"
+import { jsonResponse } from "./JsonResponse.js"
+import { isObject } from "./ParamChecks.js"
 import { negotiate } from "./ProtocolVersion.js"
 import { type RpcError, toRpcError } from "./RpcErrors.js"
 import { sseHeaders } from "./Sse.js"
 
 const a2aJson = "application/a2a+json"
 
-const jsonResponse = (body: string, status = 200, headers?: Record<string, string>) =>
-  HttpServerResponse.raw(body, {
-    status,
-    contentType: a2aJson,
-    contentLength: Buffer.byteLength(body),
-    ...(headers === undefined ? {} : { headers })
-  })
+const a2aResponse = (body: string, status = 200, headers?: Record<string, string>) => jsonResponse(body, status, headers, a2aJson)
 
 const errorResponse = (error: RpcError, status?: number, headers?: Record<string, string>) => {
   const rest = restError(error)
-  return jsonResponse(rest.body, status ?? rest.status, headers)
+  return a2aResponse(rest.body, status ?? rest.status, headers)
 }
 
 /** A route's method, its params from the path and query, and whether it reads a body. */
@@ -106,8 +102,6 @@ export const routeOf = (httpMethod: string, path: string, query: string): Routed
   return undefined
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
-
 export const makeRestRoute = Effect.gen(function*() {
   const dispatch = yield* DoorDispatch
   const config = yield* DoorConfig
@@ -136,7 +130,7 @@ export const makeRestRoute = Effect.gen(function*() {
           const result = outcome.result
           if (result._tag === "Sse") return HttpServerResponse.stream(result.body, { contentType: "text/event-stream", headers: sseHeaders })
           if (routed.status === 204) return HttpServerResponse.empty({ status: 204 })
-          return jsonResponse(JSON.stringify(result.result), routed.status ?? 200)
+          return a2aResponse(JSON.stringify(result.result), routed.status ?? 200)
         }
       ))
 

@@ -18,22 +18,11 @@ import { currentPrincipal } from "./DoorAuth.js"
 import { DoorConfig } from "./DoorConfig.js"
 import type { Principal } from "./DoorScopes.js"
 import { CompletionMisaddressed, VersionNotSupported } from "./DoorErrors.js"
+import { jsonResponse } from "./JsonResponse.js"
 import { decodeRequest, encodeError, encodeResult, idOf, parseJson, type RpcId } from "./JsonRpc.js"
 import { negotiate, speaksV1 } from "./ProtocolVersion.js"
 import { type RpcError, toRpcError } from "./RpcErrors.js"
 import { sseHeaders } from "./Sse.js"
-
-/**
- * A JSON answer with its length known: the body stays a string (no `TextEncoder` copy), so Node
- * writes head and body in one piece.
- */
-const jsonResponse = (body: string, status = 200, headers?: Record<string, string>) =>
-  HttpServerResponse.raw(body, {
-    status,
-    contentType: "application/json",
-    contentLength: Buffer.byteLength(body),
-    ...(headers === undefined ? {} : { headers })
-  })
 
 export const makeRpcRoute = Effect.gen(function*() {
   const dispatch = yield* DoorDispatch
