@@ -9,7 +9,7 @@
  */
 import { constants, closeSync, readSync } from "node:fs"
 import { Either } from "effect"
-import { listExport } from "../planes/ExportReader.js"
+import { eachExportFile } from "../planes/ExportReader.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
 import type { FilePart } from "../services/Task.js"
 
@@ -52,26 +52,31 @@ export const outputFiles = (
   doorUrl: string | undefined
 ): OutputFiles => {
   if (exported === undefined) return { files: [], summary: "" }
-  const listed = listExport(workdir, exported.root, exported.maxBytes)
-  if (Either.isLeft(listed)) return { files: [], summary: "" }
   // mtime has whole-ms resolution here; a file written in the task's first ms still counts.
   // The runtime's own `out/result.txt` (the answer, sent as text already) is not an output file.
+  // Only sizes and dates are read here: the files are not hashed (the plane does that when asked).
   const own = (path: string) => `${exported.root}/${path}`.replace(/^(\.\/)+/, "").replace(/\/+/g, "/") === resultPath
-  const changed = listed.right.filter((entry) => entry.mtime_ms >= Math.floor(since) && !own(entry.path))
+  const changed: Array<{ readonly path: string; readonly size: number }> = []
+  const walked = eachExportFile(workdir, exported.root, (path, _fd, stat) => {
+    if (Math.floor(stat.mtimeMs) >= Math.floor(since) && !own(path)) changed.push({ path, size: stat.size })
+  })
+  if (Either.isLeft(walked)) return { files: [], summary: "" }
+  changed.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const files: Array<FilePart> = []
   const lines: Array<string> = []
-  for (const entry of changed.slice(0, maxOutputFiles)) {
-    const name = entry.path
-    const inline = entry.sha256 !== null && entry.size_bytes <= inlineLimit ? readSmall(workdir, `${exported.root}/${entry.path}`, entry.size_bytes) : undefined
+  for (const { path: name, size } of changed.slice(0, maxOutputFiles)) {
+    // What the resource plane would refuse (over max_bytes) is neither inlined nor linked.
+    const served = size <= exported.maxBytes
+    const inline = served && size <= inlineLimit ? readSmall(workdir, `${exported.root}/${name}`, size) : undefined
     if (inline !== undefined) {
       files.push({ kind: "file", name, bytes: inline })
-      lines.push(`${exported.root}/${name} (${entry.size_bytes} bytes)`)
-    } else if (entry.sha256 !== null && doorUrl !== undefined) {
-      const uri = `${doorUrl}resources/files/${entry.path.split("/").map(encodeURIComponent).join("/")}`
+      lines.push(`${exported.root}/${name} (${size} bytes)`)
+    } else if (served && doorUrl !== undefined) {
+      const uri = `${doorUrl}resources/files/${name.split("/").map(encodeURIComponent).join("/")}`
       files.push({ kind: "file", name, uri })
-      lines.push(`${exported.root}/${name} (${entry.size_bytes} bytes, at ${uri})`)
+      lines.push(`${exported.root}/${name} (${size} bytes, at ${uri})`)
     } else {
-      lines.push(`${exported.root}/${name} (${entry.size_bytes} bytes, not served${entry.sha256 === null ? ": over exports.files.max_bytes" : ""})`)
+      lines.push(`${exported.root}/${name} (${size} bytes, not served${served ? "" : ": over exports.files.max_bytes"})`)
     }
   }
   if (changed.length > maxOutputFiles) lines.push(`… and ${changed.length - maxOutputFiles} more under ${exported.root}`)

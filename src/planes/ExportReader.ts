@@ -7,7 +7,7 @@
  * that one descriptor, so nothing can be swapped in between the check and the read. A link
  * anywhere is `symlink_refused`; in a listing it is left out.
  */
-import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, openSync, readdirSync, readSync, type Stats } from "node:fs"
 import { read as readAsync } from "node:fs"
 import { createHash } from "node:crypto"
 import { join } from "node:path"
@@ -141,19 +141,23 @@ export interface ListEntry {
 const viaProc = existsSync("/proc/self/fd")
 
 /**
- * Every regular file under `root` (recursive, sorted by path, `/`-separated), each sized, dated
- * and hashed from one descriptor. A missing root is an empty list; links and other non-regular
- * entries are left out; a directory that cannot be opened without following a link is skipped.
+ * Calls `onFile` for every regular file under `root` (recursive, `/`-separated paths, in
+ * directory order) with a descriptor open on it (`O_NOFOLLOW`) and its `fstat`. A missing root
+ * has no files; links and other non-regular entries are left out; a directory that cannot be
+ * opened without following a link is skipped.
  */
-export const listExport = (workdir: string, root: string, maxBytes: number): Either.Either<ReadonlyArray<ListEntry>, Failure> => {
+export const eachExportFile = (
+  workdir: string,
+  root: string,
+  onFile: (path: string, fd: number, stat: Stats) => void
+): Either.Either<void, Failure> => {
   let rootFd: number
   try {
     rootFd = WorkdirFs.open(workdir, root, O_RDONLY | O_DIRECTORY)
   } catch (error) {
     const failure = fromError(error)
-    return failure.code === "not_found" ? Either.right([]) : Either.left(failure)
+    return failure.code === "not_found" ? Either.void : Either.left(failure)
   }
-  const entries: Array<ListEntry> = []
   const visit = (fd: number, dirPath: string, prefix: string) => {
     const at = (name: string) => (viaProc ? `/proc/self/fd/${fd}/${name}` : join(dirPath, name))
     for (const dirent of readdirSync(viaProc ? `/proc/self/fd/${fd}` : dirPath, { withFileTypes: true })) {
@@ -179,13 +183,7 @@ export const listExport = (workdir: string, root: string, maxBytes: number): Eit
         }
         try {
           const stat = fstatSync(file)
-          if (!stat.isFile()) continue
-          entries.push({
-            path: relative,
-            size_bytes: stat.size,
-            mtime_ms: Math.floor(stat.mtimeMs),
-            sha256: stat.size > maxBytes ? null : hashFd(file, stat.size)
-          })
+          if (stat.isFile()) onFile(relative, file, stat)
         } finally {
           closeSync(file)
         }
@@ -199,5 +197,23 @@ export const listExport = (workdir: string, root: string, maxBytes: number): Eit
   } finally {
     closeSync(rootFd)
   }
-  return Either.right(entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))
+  return Either.void
+}
+
+const byPath = (a: { readonly path: string }, b: { readonly path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)
+
+/**
+ * Every regular file under `root` (`eachExportFile`), sorted by path, each sized, dated and
+ * hashed from the descriptor it was found with (never hashed past `maxBytes`).
+ */
+export const listExport = (workdir: string, root: string, maxBytes: number): Either.Either<ReadonlyArray<ListEntry>, Failure> => {
+  const entries: Array<ListEntry> = []
+  const walked = eachExportFile(workdir, root, (path, fd, stat) =>
+    entries.push({
+      path,
+      size_bytes: stat.size,
+      mtime_ms: Math.floor(stat.mtimeMs),
+      sha256: stat.size > maxBytes ? null : hashFd(fd, stat.size)
+    }))
+  return Either.map(walked, () => entries.sort(byPath))
 }
