@@ -104,7 +104,7 @@ export const makePushSender = (settings: PushSettings) =>
     const keyOf = (config: PushConfig) => `${config.taskId}\u0000${config.id}`
 
     /** One update, tried until it is delivered, refused for good, or out of attempts; each traced once. */
-    const deliver = (config: PushConfig, body: string) => {
+    const deliver = (config: PushConfig, host: string, body: string) => {
       let attempts = 0
       return Effect.suspend(() => {
         attempts++
@@ -118,7 +118,7 @@ export const makePushSender = (settings: PushSettings) =>
             recorder.record("push_delivery", {
               task_id: config.taskId,
               push_config_id: config.id,
-              host: new URL(config.url).host,
+              host,
               outcome: outcome._tag === "Delivered" ? "delivered" : "failed",
               attempts,
               ...(outcome._tag === "Delivered" ? { status: outcome.status } : { reason: outcome.reason })
@@ -126,7 +126,7 @@ export const makePushSender = (settings: PushSettings) =>
             outcome._tag === "Delivered" ? Effect.logDebug("push delivered") : Effect.logWarning("push not delivered", { reason: outcome.reason })
           )
         ),
-        Effect.annotateLogs({ taskId: config.taskId, pushConfigId: config.id, host: new URL(config.url).host }),
+        Effect.annotateLogs({ taskId: config.taskId, pushConfigId: config.id, host }),
         Effect.withSpan("Push.deliver", { attributes: { "murmur.task_id": config.taskId, "murmur.push_config_id": config.id } })
       )
     }
@@ -138,7 +138,9 @@ export const makePushSender = (settings: PushSettings) =>
       Effect.scoped(Effect.gen(function*() {
         const subscription = yield* log.open({ after, taskId: config.taskId })
         const event = a2aEvents("1.0")
-        if (first !== undefined) yield* deliver(config, snapshotBody(first, config))
+        // Where it goes, for the trace and logs: the host only, never the path, query or credentials.
+        const host = new URL(config.url).host
+        if (first !== undefined) yield* deliver(config, host, snapshotBody(first, config))
         while (true) {
           for (const item of yield* next(subscription)) {
             if (item._tag === "Closed") return
@@ -146,7 +148,7 @@ export const makePushSender = (settings: PushSettings) =>
               yield* recorder.record("push_delivery", {
                 task_id: config.taskId,
                 push_config_id: config.id,
-                host: new URL(config.url).host,
+                host,
                 outcome: "dropped",
                 missed: item.missed
               })
@@ -156,11 +158,11 @@ export const makePushSender = (settings: PushSettings) =>
             if (item._tag !== "Frame") continue
             const frame = item.frame
             if (config.version === "1.0") {
-              yield* deliver(config, event(frame))
+              yield* deliver(config, host, event(frame))
             } else {
               // 0.3 receivers get the whole task as it stands.
               const task = yield* Effect.option(registry.get(config.taskId))
-              if (task._tag === "Some") yield* deliver(config, snapshotBody(task.value, config))
+              if (task._tag === "Some") yield* deliver(config, host, snapshotBody(task.value, config))
             }
             if (frame.event._tag === "Status" && isTerminal(frame.event.state)) return
           }
