@@ -34,11 +34,18 @@ interface LaunchRefused {
   readonly message: string
 }
 
-export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | LaunchRefused | ExitStatus, R>, json: boolean, prestart = 0) =>
+/** The session's store cannot be opened or read (`StoreRefused`, `StoreFailed`): E-RUN-030. */
+type StoreUnusable =
+  | { readonly _tag: "StoreRefused"; readonly message: string }
+  | { readonly _tag: "StoreFailed"; readonly message: string }
+
+export const launching = <A, R>(effect: Effect.Effect<A, ProjectError | LaunchRefused | StoreUnusable | ExitStatus, R>, json: boolean, prestart = 0) =>
   effect.pipe(
     Effect.catchTags({
       ProjectError: (error) => reportLaunchFailure(error.code, error.message, json),
-      SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, json)
+      SandboxError: (error) => reportLaunchFailure("E-RUN-001", error.message, json),
+      StoreRefused: (error) => reportLaunchFailure("E-RUN-030", error.message, json),
+      StoreFailed: (error) => reportLaunchFailure("E-RUN-030", error.message, json)
     }),
     Effect.provide(SandboxLive(prestart)),
     Effect.provide(HostEnvironment.layer)

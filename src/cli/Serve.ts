@@ -8,6 +8,8 @@ import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Either, Layer, Option } from "effect"
 import { CapsuleRuntime, Door, DoorAddress, SessionIdentity } from "../index.js"
 import { prepareDirectory } from "../layers/Directory.js"
+import { withStore } from "./StoreFlag.js"
+import { parseStore, type StoreSpec } from "../layers/Store.js"
 import { reloadOnHangup, warnPublicDoor } from "./DoorAccess.js"
 import { bindFailureMessage, type DoorPort, doorPort, grpcBindFailureMessage } from "./DoorPort.js"
 import { existingArg } from "./Flags.js"
@@ -15,7 +17,7 @@ import { resolveAuthToken } from "./AuthToken.js"
 import * as Flags from "./SessionFlags.js"
 
 const dir = existingArg("dir", "directory", "A capsule directory (script or agent); without one, the built-in echo capsule").pipe(Args.optional)
-const { authToken, cardSigningKey, cardSigningKid, grpcPort, host, json, keepSessions, port, pushAllow, tokensFile, workdir, acceptance } = Flags
+const { authToken, cardSigningKey, cardSigningKid, grpcPort, host, json, keepSessions, port, pushAllow, store, tokensFile, workdir, acceptance } = Flags
 
 /** Serves `session` until interrupted, after the listening line(s). */
 const announce = <E, R>(
@@ -55,7 +57,8 @@ export const serveCommand = Command.make("serve", {
   tokensFile,
   pushAllow,
   cardSigningKey,
-  cardSigningKid
+  cardSigningKid,
+  store
 }, (options) =>
   Effect.gen(function*() {
     const token = Option.getOrUndefined(yield* resolveAuthToken(options.authToken))
@@ -94,6 +97,8 @@ export const serveCommand = Command.make("serve", {
       )
     if (Option.isNone(options.dir)) return yield* served(CapsuleRuntime.layerEcho(session), doorPort(options.port, undefined), {})
     const directory = options.dir.value
+    const spec = Option.match(options.store, { onNone: () => Either.right<StoreSpec>({ _tag: "Default" }), onSome: parseStore })
+    if (Either.isLeft(spec)) return yield* Flags.reportLaunchFailure("E-RUN-030", spec.left, options.json)
     return yield* Effect.gen(function*() {
       const fromFlag = Option.getOrUndefined(options.workdir)
       const prepared = yield* prepareDirectory(directory, { ...session, workdir: fromFlag, keepSessions: fromFlag === undefined ? options.keepSessions : undefined })
@@ -102,5 +107,5 @@ export const serveCommand = Command.make("serve", {
       return yield* served(prepared.layer, chosen, { workdir: prepared.workdir, records: prepared.records }).pipe(
         Effect.catchTag("TraceWriteFailed", (error) => Flags.reportLaunchFailure(error.code, error.message, options.json, prepared.workdir))
       )
-    }).pipe((effect) => Flags.launching(effect, options.json, 1))
+    }).pipe(withStore(spec.right, directory), (effect) => Flags.launching(effect, options.json, 1))
   })).pipe(Command.withDescription("Serve a capsule over the A2A door (the built-in echo capsule without a directory)"))

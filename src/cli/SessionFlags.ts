@@ -3,6 +3,7 @@
  * token, the workdir and how many old ones to keep, `--json`; and `serve`'s door and task limits.
  */
 import { Options } from "@effect/cli"
+import { Config } from "effect"
 import { defaultKeepSessions } from "../layers/Directory.js"
 import { choiceFlag, directoryFlag, integerFlag, textFlag } from "./Flags.js"
 
@@ -37,6 +38,11 @@ export const keepSessions = integerFlag("keep-sessions", {
   placeholder: "N",
   description: `Session workdirs kept under <dir>/workdir/ without --workdir, this one included; older ones are deleted at start (default ${defaultKeepSessions})`
 }).pipe(Options.withDefault(defaultKeepSessions))
+export const store = textFlag(
+  "store",
+  "STORE",
+  "Where the session's tasks and frames are kept: sqlite:<path>, postgres://…, or memory (nothing kept). Default: a SQLite file per capsule directory under $MURMUR_HOME/runtime/ (~/.murmur without MURMUR_HOME); also read from MURMUR_STORE"
+).pipe(Options.withFallbackConfig(Config.string("MURMUR_STORE")), Options.optional)
 export const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON line when listening"))
 
 export const tokensFile = textFlag("auth-tokens-file", "PATH", "Named door tokens with scopes (mode 0600; docs/protocol.md, Authentication), re-read on SIGHUP").pipe(

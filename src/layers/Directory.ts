@@ -5,8 +5,10 @@
  * sandbox. `CapsuleRuntime.layerDirectory` is its layer; `serve` and `run` use `prepareDirectory`,
  * which also hands back the workdir, the records and the warnings they print.
  */
-import { Effect, Layer } from "effect"
+import { realpathSync } from "node:fs"
+import { Effect, Layer, Option } from "effect"
 import { loadAnyProject } from "../project/CapsuleProject.js"
+import { SessionStores } from "../store/SessionStores.js"
 import { pruneSessions } from "../records/SessionRetention.js"
 
 export { defaultKeepSessions } from "../records/SessionRetention.js"
@@ -34,18 +36,43 @@ const keepNewest = (capsuleDir: string, keep: number, sessionId: string) =>
   )
 
 /**
- * Loads `directory`, mints its session id (unless given) and prunes older session workdirs: what
- * every launch of a directory does first, `run` included. `notes` are the lines for the operator.
+ * The session for a directory: with a store (`SessionStores` in context), the one the store holds
+ * for it (the same id, tasks and event ids as before a restart) and its journal; else a new id.
+ */
+const sessionFor = (directory: string, name: string, version: string, options: DirectoryOptions) =>
+  Effect.gen(function*() {
+    const stores = yield* Effect.serviceOption(SessionStores)
+    if (options.sessionId !== undefined || Option.isNone(stores)) return { sessionId: options.sessionId ?? mintId("ses"), journal: options.journal, notes: [] }
+    const store = stores.value
+    const claimed = yield* store.claim({
+      key: realpathSync(directory),
+      capsuleName: name,
+      capsuleVersion: version,
+      digest: "",
+      options: JSON.stringify({ tasks: options.tasks ?? {}, events: options.events ?? {} })
+    })
+    const recovered = yield* store.load(claimed.sessionId)
+    const notes = claimed.resumed
+      ? [`session ${claimed.sessionId} resumed from ${store.location}: ${recovered.tasks.length} task(s) held, event ids continue after ${recovered.lastFrameId}`]
+      : []
+    return { sessionId: claimed.sessionId, journal: store.journal(claimed.sessionId, recovered), notes }
+  })
+
+/**
+ * Loads `directory`, takes its session id (the store's, else a new one unless given) and prunes
+ * older session workdirs: what every launch of a directory does first, `run` included. `notes`
+ * are the lines for the operator.
  */
 export const loadDirectory = (directory: string, options: DirectoryOptions = {}) =>
   Effect.gen(function*() {
     const host = yield* HostEnvironment
     const loaded = yield* loadAnyProject(directory, host.env)
-    const sessionId = options.sessionId ?? mintId("ses")
+    const session = yield* sessionFor(directory, loaded.project.manifest.name, loaded.project.manifest.version, options)
+    const sessionId = session.sessionId
     const notes = options.workdir === undefined && options.keepSessions !== undefined
       ? yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
       : []
-    return { loaded, sessionId, hostEnv: host.env, notes }
+    return { loaded, sessionId, journal: session.journal, hostEnv: host.env, notes: [...session.notes, ...notes] }
   })
 
 /**
@@ -54,10 +81,10 @@ export const loadDirectory = (directory: string, options: DirectoryOptions = {})
  */
 export const prepareDirectory = (directory: string, options: DirectoryOptions = {}) =>
   Effect.gen(function*() {
-    const { hostEnv, loaded, notes, sessionId } = yield* loadDirectory(directory, options)
+    const { hostEnv, journal, loaded, notes, sessionId } = yield* loadDirectory(directory, options)
     const kind = loaded.kind === "script"
-      ? yield* scriptKind(loaded.project, { ...options, sessionId, hostEnv })
-      : yield* agentKind(loaded.project, { ...options, sessionId, workdir: options.workdir, hostEnv })
+      ? yield* scriptKind(loaded.project, { ...options, sessionId, journal, hostEnv })
+      : yield* agentKind(loaded.project, { ...options, sessionId, journal, workdir: options.workdir, hostEnv })
     return { ...kind, project: loaded.project, notes: [...notes, ...kind.warnings] }
   })
 

@@ -12,6 +12,7 @@ import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import type { DoorAddress } from "../services/DoorAddress.js"
 import { EventLog, type EventLogConfig } from "../services/EventLog.js"
+import { Journal } from "../services/Journal.js"
 import { PushConfigs, type PushLimits } from "../services/PushConfigs.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionRecord } from "../services/SessionRecord.js"
@@ -46,6 +47,8 @@ export interface Options {
   readonly events?: Partial<EventLogConfig> | undefined
   /** Most push-notification configs per task and per session. */
   readonly push?: Partial<PushLimits> | undefined
+  /** Where the session's tasks and frames are kept (`SessionStores.journal`); none: in memory only. */
+  readonly journal?: Layer.Layer<Journal> | undefined
 }
 
 /**
@@ -69,7 +72,8 @@ export const servicesLayer = <E, R, EP = never, RP = never, ER = never>(
     planes,
     capsule.pipe(Layer.provide(residue))
   )
-  return TaskRunner.layer(options.runner).pipe(Layer.provideMerge(base))
+  // The journal is built first and released last: the runner's last changes at the end are kept.
+  return TaskRunner.layer(options.runner).pipe(Layer.provideMerge(base), Layer.provide(options.journal ?? Journal.none))
 }
 
 /**

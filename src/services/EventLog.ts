@@ -10,6 +10,7 @@
  * receives and before `Closed`: no loss goes unannounced.
  */
 import { Chunk, Context, Effect, Layer, type Scope, Stream } from "effect"
+import { Journal, type JournalService, noJournal } from "./Journal.js"
 import { partBytes } from "./Task.js"
 import type { Frame, TaskEvent } from "./TaskEvent.js"
 
@@ -88,8 +89,12 @@ export class EventLog extends Context.Tag("capsule-runtime/services/EventLog")<E
   readonly close: () => Effect.Effect<void>
   readonly subscriberCount: () => Effect.Effect<number>
 }>() {
+  /**
+   * Durable when a `Journal` is in context: frames are seen only once committed, ids continue
+   * from the store's last, and a cursor older than the buffer is replayed from the store.
+   */
   static readonly layer = (config: Partial<EventLogConfig> = {}) =>
-    Layer.sync(EventLog, () => makeEventLog({ ...defaultEventLogConfig, ...config }))
+    Layer.effect(EventLog, Effect.map(Journal.current, (journal) => makeEventLog({ ...defaultEventLogConfig, ...config }, journal)))
 }
 
 interface Subscriber {
@@ -120,13 +125,18 @@ export const replayPlan = (
   return { gap: undefined, frames: buffered.filter((frame) => frame.id > after) }
 }
 
-export const makeEventLog = (config: EventLogConfig) => {
+/** Most frames one resuming reader is sent from the store, older than the buffer: beyond them, a `Gap`. */
+export const storeReplayFrames = (config: EventLogConfig) => config.capacity * 8
+
+export const makeEventLog = (config: EventLogConfig, journal: JournalService = noJournal) => {
   const ring: Array<Frame | undefined> = new Array(config.capacity)
   const sizes: Array<number> = new Array(config.capacity).fill(0)
   let start = 0
   let size = 0
   let bytes = 0
-  let nextId = 1
+  /** The next id to hand out, and the one after the last frame readers may see (committed). */
+  let nextId = journal.recovered.lastFrameId + 1
+  let visibleNext = nextId
   let closed = false
   const subscribers = new Set<Subscriber>()
 
@@ -182,21 +192,56 @@ export const makeEventLog = (config: EventLogConfig) => {
     while (size > 0 && bytes > config.capacityBytes) evictOldest()
   }
 
-  const publish = (taskId: string, contextId: string, event: TaskEvent) =>
-    Effect.sync(() => {
-      const frame: Frame = { id: nextId++, taskId, contextId, event }
-      hold(frame)
-      for (const subscriber of subscribers) deliver(subscriber, frame)
-      return frame
-    })
+  /** Holds the frame for replay and hands it to the subscribers: the moment it becomes visible. */
+  const show = (frame: Frame) => {
+    visibleNext = frame.id + 1
+    hold(frame)
+    for (const subscriber of subscribers) deliver(subscriber, frame)
+  }
 
-  const lastId = () => Effect.sync(() => nextId - 1)
+  const publish = journal.durable
+    ? (taskId: string, contextId: string, event: TaskEvent) =>
+      Effect.suspend(() => {
+        const frame: Frame = { id: nextId++, taskId, contextId, event }
+        journal.frame(frame)
+        return Effect.as(journal.commit, frame)
+      })
+    : (taskId: string, contextId: string, event: TaskEvent) =>
+      Effect.sync(() => {
+        const frame: Frame = { id: nextId++, taskId, contextId, event }
+        show(frame)
+        return frame
+      })
+  journal.onCommitted((frames) => {
+    for (const frame of frames) show(frame)
+  })
+
+  const lastId = () => Effect.sync(() => visibleNext - 1)
+
+  /**
+   * With a store, the frames a cursor older than the buffer missed are read back from it (the
+   * newest `storeReplayFrames` of them): the `Gap` then names only what retention deleted.
+   */
+  const fromStore = (subscriber: Subscriber, after: number | undefined, taskId: string | undefined) => {
+    const first = subscriber.waiting[0]
+    if (!journal.durable || after === undefined || first?._tag !== "Gap" || after >= visibleNext) return Effect.void
+    const before = first.firstAvailableId
+    const limit = storeReplayFrames(config)
+    return Effect.map(journal.frames(after, before, limit), (older) => {
+      const oldest = older[0]?.id ?? before
+      const items: Array<LogItem> = oldest > after + 1 && (older.length === limit || older.length === 0 && before > after + 1)
+        ? [{ _tag: "Gap", firstAvailableId: oldest }]
+        : []
+      for (const frame of older) if (taskId === undefined || frame.taskId === taskId) items.push({ _tag: "Frame", frame })
+      subscriber.waiting = [...items, ...subscriber.waiting.slice(1)]
+    })
+  }
 
   const open = (options: SubscribeOptions): Effect.Effect<Subscription, never, Scope.Scope> =>
     Effect.acquireRelease(
       Effect.sync(() => {
         // Registration and the replay snapshot are one synchronous step: no overlap, no hole.
-        const plan = replayPlan(buffered(), nextId, options.after)
+        const plan = replayPlan(buffered(), visibleNext, options.after)
         const subscriber: Subscriber = { taskId: options.taskId, waiting: [], handed: 0, wake: undefined, missed: 0 }
         if (plan.gap !== undefined) subscriber.waiting.push({ _tag: "Gap", firstAvailableId: plan.gap })
         for (const frame of plan.frames) {
@@ -205,7 +250,7 @@ export const makeEventLog = (config: EventLogConfig) => {
         if (closed) subscriber.waiting.push({ _tag: "Closed" })
         else subscribers.add(subscriber)
         return subscriber
-      }),
+      }).pipe(Effect.tap((subscriber) => fromStore(subscriber, options.after, options.taskId))),
       (subscriber) =>
         Effect.sync(() => {
           subscribers.delete(subscriber)

@@ -15,6 +15,7 @@
  */
 import { Context, Effect, Layer, Option, PubSub, Schema, Stream } from "effect"
 import { mintId } from "./Ids.js"
+import { Journal, type JournalService, noJournal } from "./Journal.js"
 import {
   canTransition,
   type Artifact,
@@ -106,7 +107,8 @@ export interface TaskChange {
 export type RejectReason = "busy" | "closing"
 
 export type Acceptance =
-  | { readonly _tag: "Accepted"; readonly task: Task }
+  /** `duplicate`: the message id was accepted before; `task` is that first task (nothing new starts). */
+  | { readonly _tag: "Accepted"; readonly task: Task; readonly duplicate?: boolean }
   | { readonly _tag: "Rejected"; readonly task: Task; readonly reason: RejectReason }
 
 export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegistry")<TaskRegistry, {
@@ -134,6 +136,11 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
    * the oldest changes, never the newest.
    */
   readonly changes: Stream.Stream<Task>
+  /**
+   * Tasks a store held as `working` or `input-required` when the session started again: they
+   * were running when the process stopped, and the runner ends them.
+   */
+  readonly interrupted: () => Effect.Effect<ReadonlyArray<Task>>
   /** Refuses every later task with reason `closing` (shutdown). */
   readonly close: () => Effect.Effect<void>
   /**
@@ -152,8 +159,9 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
     readonly retainedBytes: number
   }>
 }>() {
+  /** Durable when a `Journal` is in context (the store's), else in memory only. */
   static readonly layer = (config: Partial<TaskRegistryConfig> = {}) =>
-    Layer.effect(TaskRegistry, makeRegistry({ ...defaultRegistryConfig, ...config }))
+    Layer.effect(TaskRegistry, Effect.flatMap(Journal.current, (journal) => makeRegistry({ ...defaultRegistryConfig, ...config }, journal)))
 }
 
 // Transitions come in bursts (accept, start, finish within a millisecond): format each ms once.
@@ -175,9 +183,10 @@ const now = () => {
  */
 const changesCapacity = 256
 
-export const makeRegistry = (config: TaskRegistryConfig) => Effect.map(PubSub.sliding<Task>(changesCapacity), (published) => registryOver(config, published))
+export const makeRegistry = (config: TaskRegistryConfig, journal: JournalService = noJournal) =>
+  Effect.map(PubSub.sliding<Task>(changesCapacity), (published) => registryOver(config, published, journal))
 
-const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>) => {
+const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>, journal: JournalService) => {
   let lastChanged: Task | undefined
   const publish = (task: Task) =>
     Effect.suspend(() => {
@@ -200,6 +209,23 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
   let acceptedEver = 0
   let lastStarted: string | undefined
   let closing = false
+  /** Each task's place in acceptance order (a store rebuilds the lanes from it). */
+  const seqs = new Map<string, number>()
+  let lastSeq = 0
+  /** Accepted tasks by the id of the message that started them: the same message again gets the same task. */
+  const byMessage = new Map<string, string>()
+  /** Tasks the store held as running when this session started again (see `interrupted`). */
+  const interruptedIds: Array<string> = []
+  const durable = journal.durable
+  const stage = (task: Task) => {
+    if (durable) journal.task({ task, seq: seqs.get(task.id) ?? 0 })
+  }
+  /** `after`, once what was staged is committed (at once without a store): durable before visible. */
+  const committed = <A, E>(after: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    durable ? Effect.zipRight(journal.commit, Effect.suspend(after)) : after()
+  /** A read that waits for the task's (any task's, without an id) staged change to be committed first. */
+  const readable = <A, E>(taskId: string | undefined, read: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    durable && journal.pending(taskId) ? Effect.zipRight(journal.commit, Effect.suspend(read)) : read()
 
   const queuedCount = () => lanes.user.length + lanes.peer.length + lanes.bg.length
 
@@ -231,7 +257,11 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
   const forget = (taskId: string) => {
     finishedBytes -= finished.get(taskId) ?? 0
     finished.delete(taskId)
+    const messageId = tasks.get(taskId)?.history[0]?.messageId
+    if (messageId !== undefined && byMessage.get(messageId) === taskId) byMessage.delete(messageId)
     tasks.delete(taskId)
+    seqs.delete(taskId)
+    if (durable) journal.forget(taskId)
   }
 
   /**
@@ -256,8 +286,24 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
     for (const resume of set) resume(task)
   }
 
+  /** The task this message id started, if it was accepted and is still held. */
+  const firstFor = (messageId: string) => {
+    const taskId = messageId === "" ? undefined : byMessage.get(messageId)
+    return taskId === undefined ? undefined : tasks.get(taskId)
+  }
+
   const accept = (input: NewTask) =>
-    Effect.tap(Effect.sync((): Acceptance => {
+    Effect.suspend((): Effect.Effect<Acceptance> => {
+      const first = firstFor(input.message.messageId)
+      if (first !== undefined) {
+        return readable(first.id, () => Effect.succeed<Acceptance>({ _tag: "Accepted", task: tasks.get(first.id) ?? first, duplicate: true }))
+      }
+      const acceptance = acceptNew(input)
+      stage(acceptance.task)
+      return committed(() => Effect.as(publish(acceptance.task), acceptance))
+    })
+
+  const acceptNew = (input: NewTask): Acceptance => {
       const refusal = canAccept()
       const task: Task = {
         id: mintId("tsk"),
@@ -277,21 +323,23 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
         dialect: input.dialect
       }
       tasks.set(task.id, task)
+      seqs.set(task.id, ++lastSeq)
       if (refusal !== undefined) {
         retire(task)
         return { _tag: "Rejected", task, reason: refusal }
       }
       acceptedEver++
+      if (input.message.messageId !== "") byMessage.set(input.message.messageId, task.id)
       lanes[task.lane].push(task.id)
       return { _tag: "Accepted", task }
-    }), ({ task }) => publish(task))
+    }
 
   const lookup = (taskId: string) => {
     const task = tasks.get(taskId)
     return task === undefined ? Effect.fail(new TaskNotFound({ taskId })) : Effect.succeed(task)
   }
 
-  const get = (taskId: string) => Effect.suspend(() => lookup(taskId))
+  const get = (taskId: string) => Effect.suspend(() => readable(taskId, () => lookup(taskId)))
 
   const current = () => Effect.sync(() => Option.fromNullable(lastStarted === undefined ? undefined : tasks.get(lastStarted)))
 
@@ -313,6 +361,8 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
         artifacts: change.addArtifact === undefined ? task.artifacts : [...task.artifacts, change.addArtifact]
       } as Task
       tasks.set(taskId, next)
+      stage(next)
+      const transitioned = to !== undefined && to !== task.state
       if (to !== undefined && to !== task.state) {
         if (task.state === "submitted") {
           const lane = lanes[task.lane]
@@ -339,10 +389,13 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
           }
         }
         grantResuming()
-        notify(next)
       }
       if (isTerminal(next.state)) retire(next)
-      return publish(next)
+      // A blocking send answers when notified: only once the change is committed.
+      return committed(() => {
+        if (transitioned) notify(next)
+        return publish(next)
+      })
     })
 
   const startNext = () =>
@@ -355,10 +408,11 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       const task = tasks.get(taskId)!
       const next: Task = { ...task, state: "working", timestamp: now(), revision: task.revision + 1 }
       tasks.set(taskId, next)
+      stage(next)
       active.add(taskId)
       lastStarted = taskId
       return Option.some(next)
-    }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: publish })))
+    }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: (next) => committed(() => publish(next)) })))
 
   const live = () =>
     Effect.sync(() => {
@@ -367,13 +421,13 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       return ids.sort()
     })
 
-  const list = () => Effect.sync(() => Array.from(tasks.values()))
+  const list = () => readable(undefined, () => Effect.sync(() => Array.from(tasks.values())))
 
   const awaitSettled = (taskId: string) =>
     Effect.suspend((): Effect.Effect<Task, TaskNotFound> => {
       const task = tasks.get(taskId)
       if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
-      if (isSettled(task.state)) return Effect.succeed(task)
+      if (isSettled(task.state)) return readable(taskId, () => Effect.sync(() => tasks.get(taskId) ?? task))
       return Effect.async<Task>((resume) => {
         const done = (settled: Task) => resume(Effect.succeed(settled))
         const set = waiters.get(taskId) ?? new Set()
@@ -394,6 +448,31 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
 
   const close = () => Effect.sync(() => void (closing = true))
 
+  const interrupted = () => Effect.sync(() => interruptedIds.flatMap((taskId) => {
+    const task = tasks.get(taskId)
+    return task === undefined || isTerminal(task.state) ? [] : [task]
+  }))
+
+  /** What the store held when the session started again: tasks back in their lanes and bounds. */
+  const hydrate = () => {
+    for (const { seq, task } of journal.recovered.tasks) {
+      tasks.set(task.id, task)
+      seqs.set(task.id, seq)
+      lastSeq = Math.max(lastSeq, seq)
+      if (task.state === "rejected") {
+        retire(task)
+        continue
+      }
+      acceptedEver++
+      const messageId = task.history[0]?.messageId
+      if (messageId !== undefined && messageId !== "") byMessage.set(messageId, task.id)
+      if (task.state === "submitted") lanes[task.lane].push(task.id)
+      else if (isTerminal(task.state)) retire(task)
+      else interruptedIds.push(task.id)
+    }
+  }
+  hydrate()
+
   // Subscribed before the last change is read, so no change falls between the two (one may come twice).
   const changes = Stream.unwrapScoped(Effect.map(PubSub.subscribe(published), (subscription) =>
     Stream.concat(lastChanged === undefined ? Stream.empty : Stream.succeed(lastChanged), Stream.fromQueue(subscription))))
@@ -409,5 +488,5 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       retainedBytes: finishedBytes
     }))
 
-  return TaskRegistry.of({ accept, get, current, update, startNext, live, list, awaitSettled, awaitSlot, changes, close, stats })
+  return TaskRegistry.of({ accept, get, current, update, startNext, live, list, awaitSettled, awaitSlot, changes, interrupted, close, stats })
 }

@@ -43,6 +43,9 @@ export interface TaskRunnerConfig {
 
 export const canceledMessage = "task canceled"
 
+/** The status of a task that was running when its process stopped (a store held it `working` or `input-required`). */
+export const restartedMessage = "the runtime was restarted while this task ran: it did not finish; send it again to run it anew"
+
 export class TaskRunner extends Context.Tag("capsule-runtime/services/TaskRunner")<TaskRunner, {
   /** Accepts a task (or records it `rejected`) and lets the dispatcher start it. */
   readonly submit: (input: NewTask) => Effect.Effect<Acceptance>
@@ -290,10 +293,18 @@ const makeRunner = (config: TaskRunnerConfig) =>
 
     yield* Queue.take(wake).pipe(Effect.zipRight(dispatch), Effect.forever, Effect.forkScoped)
 
+    // A store's tasks from before a restart: the interrupted ones end failed with a final frame,
+    // then the queued ones run in their lanes and order.
+    for (const task of yield* registry.interrupted()) {
+      const failed = yield* registry.update(task.id, { state: "failed", statusMessage: restartedMessage, prompt: undefined }).pipe(Effect.orDie)
+      yield* emit(failed, { _tag: "Status", state: "failed", message: restartedMessage, final: true })
+    }
+    yield* wake.offer(undefined)
+
     // Untraced: on the request path of message/send (a span here cost ~4% of door throughput).
     const submit = Effect.fnUntraced(function*(input: NewTask) {
       const acceptance = yield* registry.accept(input)
-      if (acceptance._tag === "Accepted") {
+      if (acceptance._tag === "Accepted" && acceptance.duplicate !== true) {
         submittedAt.set(acceptance.task.id, performance.now())
         // A context read, no span: the submitter's span (a traced request's, a `run` continuing TRACEPARENT).
         const span = yield* Effect.serviceOption(Tracer.ParentSpan)

@@ -1,0 +1,142 @@
+/**
+ * The `Journal` of one session over the stores: changes are staged in an open batch, and one
+ * writer fiber commits batches one after another, each as a single transaction (group commit:
+ * what is staged while a commit runs goes in the next). After a commit the batch's frames are
+ * handed to the event log (then readers see them) and its waiters are woken (then the registry
+ * publishes the states and answers). A batch that fails (disk full, connection lost) is retried
+ * with backoff until it commits: nothing staged is dropped and nothing after it is written first,
+ * so the store never holds a later state without the earlier one; while it fails, the session's
+ * changes wait, and it carries on when the store takes writes again.
+ */
+import { Deferred, Duration, Effect, Exit, FiberId, Queue, Schedule } from "effect"
+import type { JournalService, Recovered, StoredPushConfig, StoredTask } from "../services/Journal.js"
+import type { Frame } from "../services/TaskEvent.js"
+import { FrameStore } from "./FrameStore.js"
+import { PushConfigStore } from "./PushConfigStore.js"
+import { TaskStore } from "./TaskStore.js"
+import { StoreTransaction } from "./StoreTransaction.js"
+
+interface Batch {
+  readonly tasks: Map<string, StoredTask>
+  readonly forgets: Set<string>
+  readonly frames: Array<Frame>
+  readonly pushPut: Map<string, StoredPushConfig>
+  readonly pushRemove: Array<readonly [string, string]>
+  readonly done: Deferred.Deferred<void>
+}
+
+const newBatch = (): Batch => ({
+  tasks: new Map(),
+  forgets: new Set(),
+  frames: [],
+  pushPut: new Map(),
+  pushRemove: [],
+  done: Deferred.unsafeMake(FiberId.none)
+})
+
+const isEmpty = (batch: Batch) =>
+  batch.tasks.size === 0 && batch.forgets.size === 0 && batch.frames.length === 0 && batch.pushPut.size === 0 && batch.pushRemove.length === 0
+
+/** How long the session waits before writing a failed batch again: 50 ms, doubling, at most 2 s. */
+const retryDelays = Schedule.exponential(Duration.millis(50)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(2))))
+
+/** Longest the session's end waits for its last changes to be committed. */
+const closingFlushMs = 10_000
+
+/** What the store holds for the session: read once at start, before the session is built. */
+export const loadSession = (sessionId: string) =>
+  Effect.gen(function*() {
+    const taskStore = yield* TaskStore
+    const frameStore = yield* FrameStore
+    const pushStore = yield* PushConfigStore
+    return {
+      tasks: yield* taskStore.load(sessionId),
+      lastFrameId: yield* frameStore.lastId(sessionId),
+      pushConfigs: yield* pushStore.load(sessionId)
+    } satisfies Recovered
+  })
+
+export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
+  Effect.gen(function*() {
+    const taskStore = yield* TaskStore
+    const frameStore = yield* FrameStore
+    const pushStore = yield* PushConfigStore
+    const transaction = yield* StoreTransaction
+    let open = newBatch()
+    let inflight: Batch | undefined
+    let listener: (frames: ReadonlyArray<Frame>) => void = () => {}
+    const wake = yield* Queue.sliding<void>(1)
+    const lock = yield* Effect.makeSemaphore(1)
+
+    /** The open batch, waking the writer when it was empty. */
+    const staging = () => {
+      if (isEmpty(open)) Queue.unsafeOffer(wake, undefined)
+      return open
+    }
+
+    const write = (batch: Batch) => {
+      const forgotten = [...batch.forgets]
+      // Deletions first: a message id freed by a forgotten task may be taken by a new one in this batch.
+      return transaction.run(Effect.all([
+        taskStore.remove(sessionId, forgotten),
+        frameStore.removeTasks(sessionId, forgotten),
+        pushStore.remove(sessionId, forgotten.map((taskId) => [taskId, "*"] as const)),
+        taskStore.put(sessionId, [...batch.tasks.values()]),
+        frameStore.append(sessionId, batch.frames.filter((frame) => !batch.forgets.has(frame.taskId))),
+        pushStore.remove(sessionId, batch.pushRemove),
+        pushStore.put(sessionId, [...batch.pushPut.values()])
+      ], { discard: true }))
+    }
+
+    const flush = lock.withPermits(1)(Effect.suspend(() => {
+      const batch = open
+      if (isEmpty(batch)) return Effect.void
+      open = newBatch()
+      inflight = batch
+      return write(batch).pipe(
+        Effect.tapError((error) => Effect.logWarning("store commit failed; retrying", error.message)),
+        Effect.retry(retryDelays),
+        Effect.orDie,
+        Effect.zipRight(Effect.sync(() => {
+          inflight = undefined
+          listener(batch.frames)
+          Deferred.unsafeDone(batch.done, Exit.void)
+        }))
+      )
+    }))
+
+    // Everything ready in this turn stages first (yieldNow), then one transaction takes it all.
+    yield* Queue.take(wake).pipe(Effect.zipRight(Effect.yieldNow()), Effect.zipRight(flush), Effect.forever, Effect.forkScoped)
+    // Runs before the writer is interrupted (finalizers run in reverse): the session's last changes are kept.
+    yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(closingFlushMs), Effect.ignoreLogged))
+
+    const pushKey = (taskId: string, configId: string) => `${taskId}\u0000${configId}`
+
+    return {
+      durable: true,
+      recovered,
+      task: (stored) => void staging().tasks.set(stored.task.id, stored),
+      forget: (taskId) => {
+        const batch = staging()
+        batch.tasks.delete(taskId)
+        batch.forgets.add(taskId)
+      },
+      frame: (frame) => void staging().frames.push(frame),
+      pushConfig: (config) => void staging().pushPut.set(pushKey(config.taskId, config.configId), config),
+      removePushConfig: (taskId, configId) => {
+        const batch = staging()
+        batch.pushPut.delete(pushKey(taskId, configId))
+        batch.pushRemove.push([taskId, configId])
+      },
+      commit: Effect.suspend(() => {
+        if (!isEmpty(open)) return Deferred.await(open.done)
+        return inflight === undefined ? Effect.void : Deferred.await(inflight.done)
+      }),
+      pending: (taskId) => {
+        if (taskId === undefined) return !isEmpty(open) || inflight !== undefined
+        return open.tasks.has(taskId) || (inflight?.tasks.has(taskId) ?? false)
+      },
+      onCommitted: (next) => void (listener = next),
+      frames: (after, before, limit) => frameStore.range(sessionId, after, before, limit).pipe(Effect.orDie)
+    } satisfies JournalService
+  })
