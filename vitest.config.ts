@@ -14,6 +14,10 @@ export default defineConfig({
     // and the runtime afresh (collection 220 s of the suite's summed time, 16 s without). Tests
     // therefore leave no global state behind (env, cwd, module-level caches); the whole suite
     // passes in this mode and in isolation alike.
-    isolate: false
+    isolate: false,
+    // Commands the tests start keep nothing between runs unless a test asks for a store: the
+    // default store is one SQLite file per capsule directory, and files serve the same examples
+    // at once. Tests of the store pass --store (or set MURMUR_STORE) themselves.
+    env: { MURMUR_STORE: "memory" }
   }
 })

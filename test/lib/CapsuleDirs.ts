@@ -58,7 +58,7 @@ export const runCli = (args: ReadonlyArray<string>, env: Record<string, string> 
   new Promise((resolve, reject) => {
     const started = Date.now()
     const child = spawn(process.execPath, [main, ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, MURMUR_STORE: "memory", ...env },
       stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
     })
     if (input !== undefined) child.stdin!.end(input)
@@ -153,7 +153,7 @@ export const listeningCli = (
 ): Promise<ServeProcess> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [main, ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, ...env },
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", CAPSULE_RUNTIME_CACHE_DIR: cliCacheDir, MURMUR_STORE: "memory", ...env },
       stdio: ["pipe", "pipe", "pipe"]
     })
     let stdout = ""

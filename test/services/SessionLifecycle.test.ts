@@ -36,7 +36,7 @@ const a2aTask = (text: string) =>
   Effect.gen(function*() {
     const registry = yield* TaskRegistry
     const accepted = yield* registry.accept({
-      message: { role: "user", messageId: `m-${text}`, parts: [{ kind: "text", text }] },
+      message: { role: "user", messageId: `m-${text}-${Math.random()}`, parts: [{ kind: "text", text }] },
       provenance: { origin: "user", trust: "untrusted" },
       dialect: "a2a"
     })

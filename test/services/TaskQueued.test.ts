@@ -68,7 +68,7 @@ describe("TaskRunner: the queued phase", () => {
       const registry = yield* TaskRegistry
       const submit = (text: string, traced: boolean) => {
         const submitted = runner.submit({
-          message: { role: "user", messageId: `m-${text}`, parts: [{ kind: "text", text }] },
+          message: { role: "user", messageId: `m-${text}-${Math.random()}`, parts: [{ kind: "text", text }] },
           provenance: { origin: "user", trust: "trusted" },
           dialect: "a2a"
         })

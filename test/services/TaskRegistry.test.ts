@@ -4,7 +4,9 @@ import * as fc from "fast-check"
 import { canTransition, isTerminal, type Message, type Origin, type TaskState } from "../../src/services/Task.js"
 import { makeRegistry, taskBytes, TaskRegistry, type TaskRegistryConfig } from "../../src/services/TaskRegistry.js"
 
-const message = (text: string): Message => ({ role: "user", messageId: `m-${text}`, parts: [{ kind: "text", text }] })
+// Each message its own id: a second submit of one id returns the first task (idempotent submit).
+let sent = 0
+const message = (text: string): Message => ({ role: "user", messageId: `m-${text}-${++sent}`, parts: [{ kind: "text", text }] })
 
 const task = (text: string, origin: Origin = "event") => ({
   message: message(text),

@@ -13,7 +13,9 @@ import { TaskRunner } from "../../src/services/TaskRunner.js"
 
 const info: CapsuleInfo = { ...echoInfo, name: "test" }
 
-const message = (text: string): Message => ({ role: "user", messageId: `m-${text}`, parts: [{ kind: "text", text }] })
+// Each message its own id: a second submit of one id returns the first task (idempotent submit).
+let sent = 0
+const message = (text: string): Message => ({ role: "user", messageId: `m-${text}-${++sent}`, parts: [{ kind: "text", text }] })
 
 const submit = (runner: TaskRunner["Type"], text: string) =>
   Effect.map(runner.submit({ message: message(text), provenance: { origin: "event", trust: "untrusted" }, dialect: "reference" }), (a) => {
