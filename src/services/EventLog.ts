@@ -79,6 +79,11 @@ export interface Subscription {
 export class EventLog extends Context.Tag("capsule-runtime/services/EventLog")<EventLog, {
   /** Appends a frame for a task and fans it out; returns it with its id. */
   readonly publish: (taskId: string, contextId: string, event: TaskEvent) => Effect.Effect<Frame>
+  /**
+   * `publish` without the wait: with a store, the frame goes with the next commit (readers see it
+   * then); without one, at once. Synchronous, for a change that must be committed with it.
+   */
+  readonly stage: (taskId: string, contextId: string, event: TaskEvent) => Frame
   /** The id of the newest frame (0 before the first): a cursor for a later `subscribe`. */
   readonly lastId: () => Effect.Effect<number>
   /** Replay after the cursor (with a `Gap` first when frames were evicted), then live items. */
@@ -199,19 +204,16 @@ export const makeEventLog = (config: EventLogConfig, journal: JournalService = n
     for (const subscriber of subscribers) deliver(subscriber, frame)
   }
 
+  const stage = (taskId: string, contextId: string, event: TaskEvent): Frame => {
+    const frame: Frame = { id: nextId++, taskId, contextId, event }
+    if (journal.durable) journal.frame(frame)
+    else show(frame)
+    return frame
+  }
+
   const publish = journal.durable
-    ? (taskId: string, contextId: string, event: TaskEvent) =>
-      Effect.suspend(() => {
-        const frame: Frame = { id: nextId++, taskId, contextId, event }
-        journal.frame(frame)
-        return Effect.as(journal.commit, frame)
-      })
-    : (taskId: string, contextId: string, event: TaskEvent) =>
-      Effect.sync(() => {
-        const frame: Frame = { id: nextId++, taskId, contextId, event }
-        show(frame)
-        return frame
-      })
+    ? (taskId: string, contextId: string, event: TaskEvent) => Effect.suspend(() => Effect.as(journal.commit, stage(taskId, contextId, event)))
+    : (taskId: string, contextId: string, event: TaskEvent) => Effect.sync(() => stage(taskId, contextId, event))
   journal.onCommitted((frames) => {
     for (const frame of frames) show(frame)
   })
@@ -303,5 +305,5 @@ export const makeEventLog = (config: EventLogConfig, journal: JournalService = n
 
   const subscriberCount = () => Effect.sync(() => subscribers.size)
 
-  return EventLog.of({ publish, lastId, subscribe, open, close, subscriberCount })
+  return EventLog.of({ publish, stage, lastId, subscribe, open, close, subscriberCount })
 }

@@ -117,8 +117,12 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
   readonly get: (taskId: string) => Effect.Effect<Task, TaskNotFound>
   /** The reference's "active slot": the task started last, running or finished. */
   readonly current: () => Effect.Effect<Option.Option<Task>>
-  /** Applies a change; a transition the state machine forbids fails and changes nothing. */
-  readonly update: (taskId: string, change: TaskChange) => Effect.Effect<Task, TaskNotFound | InvalidTransition>
+  /**
+   * Applies a change; a transition the state machine forbids fails and changes nothing. `also`
+   * runs as the change is made, before it is committed: what it stages (a frame) is committed
+   * with it.
+   */
+  readonly update: (taskId: string, change: TaskChange, also?: (task: Task) => void) => Effect.Effect<Task, TaskNotFound | InvalidTransition>
   /** Moves the next queued task (by lane, FIFO within a lane) to `working`, if `max_active` allows. */
   readonly startNext: () => Effect.Effect<Option.Option<Task>>
   /** Live task ids in acceptance order, and a snapshot of the counters. */
@@ -343,7 +347,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
 
   const current = () => Effect.sync(() => Option.fromNullable(lastStarted === undefined ? undefined : tasks.get(lastStarted)))
 
-  const update = (taskId: string, change: TaskChange) =>
+  const update = (taskId: string, change: TaskChange, also?: (task: Task) => void) =>
     Effect.suspend((): Effect.Effect<Task, TaskNotFound | InvalidTransition> => {
       const task = tasks.get(taskId)
       if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
@@ -391,6 +395,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
         grantResuming()
       }
       if (isTerminal(next.state)) retire(next)
+      also?.(next)
       // A blocking send answers when notified: only once the change is committed.
       return committed(() => {
         if (transitioned) notify(next)

@@ -14,7 +14,7 @@ import { mintId } from "./Ids.js"
 import { type ResidueItem, residueItems } from "./Residue.js"
 import { type DataPart, type FilePart, isTerminal, type Message, type Task, textOf } from "./Task.js"
 import type { TaskEvent } from "./TaskEvent.js"
-import { type Acceptance, type NewTask, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
+import { type Acceptance, type NewTask, type TaskChange, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
 import { callerSpan, spansWanted } from "./Tracing.js"
 
 /** A follow-up for a task that can take no more input (terminal, or its input queue is full). */
@@ -113,6 +113,13 @@ const makeRunner = (config: TaskRunnerConfig) =>
 
     const emit = (task: Task, event: TaskEvent) => log.publish(task.id, task.contextId, event)
 
+    /**
+     * A transition to a final state and its final frame, committed together: a crash never keeps
+     * a finished task without the frame that says so, nor the frame without the state.
+     */
+    const settle = (taskId: string, change: TaskChange, event: TaskEvent) =>
+      registry.update(taskId, change, (task) => void log.stage(task.id, task.contextId, event))
+
     const finish = (taskId: string, exit: Exit.Exit<{ readonly response: string }, CapsuleFailure>, turn: TurnState) =>
       Effect.gen(function*() {
         inboxes.delete(taskId)
@@ -134,7 +141,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
           else if (response.length > 0) yield* emit(task, { _tag: "Text", text: response, final: true, turn: turn.turn })
           // The answer is recorded once: as the last turn's artifact when it was streamed.
           const separate = response.length > 0 && response !== streamed
-          const done = yield* registry.update(taskId, {
+          yield* settle(taskId, {
             state: "completed",
             statusMessage: "session ended",
             response,
@@ -143,20 +150,17 @@ const makeRunner = (config: TaskRunnerConfig) =>
             ...(separate || streamed.length === 0
               ? { addArtifact: { artifactId: `${taskId}-turn-${turn.turn}`, name: "response", parts: [{ kind: "text", text: response }] } }
               : {})
-          })
-          yield* emit(done, { _tag: "Status", state: "completed", message: "session ended", response, final: true })
+          }, { _tag: "Status", state: "completed", message: "session ended", response, final: true })
           return
         }
         if (Cause.isInterruptedOnly(exit.cause)) {
-          const canceled = yield* registry.update(taskId, { state: "canceled", statusMessage: canceledMessage, prompt: undefined })
-          yield* emit(canceled, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
+          yield* settle(taskId, { state: "canceled", statusMessage: canceledMessage, prompt: undefined }, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
           return
         }
         const failure = Cause.failureOption(exit.cause)
         if (Option.isNone(failure)) yield* Effect.logError("capsule run died", exit.cause)
         const message = Option.match(failure, { onNone: () => "internal error", onSome: (error) => error.message })
-        const failed = yield* registry.update(taskId, { state: "failed", statusMessage: message, prompt: undefined })
-        yield* emit(failed, { _tag: "Status", state: "failed", message, final: true })
+        yield* settle(taskId, { state: "failed", statusMessage: message, prompt: undefined }, { _tag: "Status", state: "failed", message, final: true })
       }).pipe(Effect.catchAll((error) => Effect.logError("task could not be finished", error)))
 
     /** One logfmt line per finished task: its id (annotated), origin, final state and duration. */
@@ -296,8 +300,9 @@ const makeRunner = (config: TaskRunnerConfig) =>
     // A store's tasks from before a restart: the interrupted ones end failed with a final frame,
     // then the queued ones run in their lanes and order.
     for (const task of yield* registry.interrupted()) {
-      const failed = yield* registry.update(task.id, { state: "failed", statusMessage: restartedMessage, prompt: undefined }).pipe(Effect.orDie)
-      yield* emit(failed, { _tag: "Status", state: "failed", message: restartedMessage, final: true })
+      yield* settle(task.id, { state: "failed", statusMessage: restartedMessage, prompt: undefined }, { _tag: "Status", state: "failed", message: restartedMessage, final: true }).pipe(
+        Effect.orDie
+      )
     }
     yield* wake.offer(undefined)
 
@@ -349,8 +354,9 @@ const makeRunner = (config: TaskRunnerConfig) =>
           inboxes.delete(taskId)
           parents.delete(taskId)
           submittedAt.delete(taskId)
-          const canceled = yield* registry.update(taskId, { state: "canceled", statusMessage: canceledMessage }).pipe(Effect.orDie)
-          yield* emit(canceled, { _tag: "Status", state: "canceled", message: canceledMessage, final: true })
+          yield* settle(taskId, { state: "canceled", statusMessage: canceledMessage }, { _tag: "Status", state: "canceled", message: canceledMessage, final: true }).pipe(
+            Effect.orDie
+          )
         } else {
           yield* FiberMap.remove(fibers, taskId)
         }
