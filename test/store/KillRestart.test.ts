@@ -13,6 +13,15 @@ import { join } from "node:path"
 import { call, endTurn, toolTurn } from "../lib/AgentE2E.js"
 import { listeningCli, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { a2aMessage, openStream, rpc, type SseEvent, sleep, waitForState } from "../lib/Door.js"
+import { freshSchemaUrl, postgresAvailable } from "../lib/Postgres.js"
+
+const postgres = await postgresAvailable()
+
+/** The stores the property runs against, and how many kills each gets. */
+const stores: ReadonlyArray<{ readonly name: string; readonly make: () => Promise<string>; readonly runs: number }> = [
+  { name: "SQLite", make: async () => `sqlite:${join(mkdtempSync(join(tmpdir(), "kill-store-")), "session.db")}`, runs: 4 },
+  ...(postgres ? [{ name: "PostgreSQL", make: freshSchemaUrl, runs: 2 }] : [])
+]
 
 const cleanups: Array<() => Promise<void> | void> = []
 afterEach(async () => {
@@ -43,7 +52,7 @@ const finalOf = (event: SseEvent): string | undefined => {
   return data.final === true ? data.id : undefined
 }
 
-describe("serve with a SQLite store, killed with -9 and started again", () => {
+describe.each(stores)("serve with a $name store, killed with -9 and started again", ({ make, runs }) => {
   it("keeps every answered task, runs the queued ones, fails the interrupted one, and resumes watchers without gap or repeat", async () => {
     const dir = await makeAgentCapsuleDir({
       driverConfig: { replies: [toolTurn(call("c1", "sleep", { command: "0.3" })), endTurn("done")] },
@@ -52,8 +61,7 @@ describe("serve with a SQLite store, killed with -9 and started again", () => {
     })
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 0, max: 2_500 }), async (killAfter) => {
-        const store = join(mkdtempSync(join(tmpdir(), "kill-store-")), "session.db")
-        const args = ["serve", dir, "--json", "--store", `sqlite:${store}`, "--max-active", "1"]
+        const args = ["serve", dir, "--json", "--store", await make(), "--max-active", "1"]
         const first = await listeningCli(args, {}, cleanups)
         const url = first.listening.url as string
         const watcher = await watch(url)
@@ -98,7 +106,7 @@ describe("serve with a SQLite store, killed with -9 and started again", () => {
         second.child.kill("SIGTERM")
         await second.exited
       }),
-      { numRuns: 4 }
+      { numRuns: runs }
     )
   }, 240_000)
 })

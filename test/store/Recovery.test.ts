@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
-import { memoryStores, SessionStores } from "../../src/layers/Store.js"
+import { memoryStores, SessionStores, storeLayer } from "../../src/layers/Store.js"
+import { freshSchemaUrl, postgresAvailable } from "../lib/Postgres.js"
 import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, type CapsuleFailure, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
 import { echoInfo } from "../../src/services/EchoCapsule.js"
@@ -46,7 +47,13 @@ const until = <A, E, R>(effect: Effect.Effect<A, E, R>, ok: (a: A) => boolean) =
     return assert.fail("condition not reached")
   })
 
-describe("a session over the store, started again", () => {
+const available = await postgresAvailable()
+
+/** The PostgreSQL store on a schema of its own. */
+const postgresStores = Layer.unwrapEffect(Effect.map(Effect.promise(freshSchemaUrl), (url) => storeLayer({ _tag: "Postgres", url })!)).pipe(Layer.orDie)
+
+const suite = (name: string, stores: Layer.Layer<SessionStores>) =>
+describe(`a session over the store (${name}), started again`, () => {
   it.live("keeps its id and tasks, fails the running one with a final frame, runs the queued ones in order, and continues the event ids", () =>
     Effect.gen(function*() {
       const blocked = yield* Deferred.make<void>()
@@ -97,7 +104,7 @@ describe("a session over the store, started again", () => {
         assert.strictEqual(again._tag === "Accepted" && again.duplicate, true)
         assert.strictEqual(again.task.id, b)
       }).pipe(Effect.provide(second.context))
-    }).pipe(Effect.provide(memoryStores)))
+    }).pipe(Effect.provide(stores)))
 
   it.live("shows no frame and no state before the store committed them", () =>
     Effect.gen(function*() {
@@ -117,5 +124,8 @@ describe("a session over the store, started again", () => {
       assert.deepStrictEqual(loaded.tasks.map((stored) => stored.task.id), [accepted.task.id])
       assert.strictEqual(loaded.lastFrameId, published.id)
       yield* Scope.close(scope, Exit.void)
-    }).pipe(Effect.provide(memoryStores)))
+    }).pipe(Effect.provide(stores)))
 })
+
+suite("memory tables", memoryStores)
+if (available) suite("PostgreSQL", postgresStores)
