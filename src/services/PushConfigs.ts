@@ -1,10 +1,12 @@
 /**
  * The session's push-notification configs (A2A 1.0 §8): per task, each a webhook its task's
  * updates are POSTed to, kept until it is deleted or its task ends. Bounded per task and per
- * session, since a client adds them. In memory; a durable store replaces the layer.
+ * session, since a client adds them. With a store (a `Journal` in context) each change is
+ * committed before it is answered, and a session started again finds its configs.
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { mintId } from "./Ids.js"
+import { Journal, type JournalService, noJournal } from "./Journal.js"
 
 export interface PushAuthentication {
   readonly scheme: string
@@ -48,14 +50,30 @@ export class PushConfigs extends Context.Tag("capsule-runtime/services/PushConfi
   readonly forget: (taskId: string) => Effect.Effect<void>
   /** The task's configs now, for the sender's hot path (no Effect per frame). */
   readonly current: (taskId: string) => ReadonlyArray<PushConfig>
+  /**
+   * The configs a store held when the session started again, and the last frame it had then:
+   * their deliveries go on from the frames after it.
+   */
+  readonly recovered: { readonly configs: ReadonlyArray<PushConfig>; readonly after: number }
 }>() {
-  static readonly layer = (limits: Partial<PushLimits> = {}) => Layer.sync(PushConfigs, () => makePushConfigs({ ...defaultPushLimits, ...limits }))
+  static readonly layer = (limits: Partial<PushLimits> = {}) =>
+    Layer.effect(PushConfigs, Effect.map(Journal.current, (journal) => makePushConfigs({ ...defaultPushLimits, ...limits }, journal)))
 }
 
-export const makePushConfigs = (limits: PushLimits): Context.Tag.Service<PushConfigs> => {
+export const makePushConfigs = (limits: PushLimits, journal: JournalService = noJournal): Context.Tag.Service<PushConfigs> => {
   const byTask = new Map<string, Map<string, PushConfig>>()
   let total = 0
   const none: ReadonlyArray<PushConfig> = []
+  const committed = <A>(value: A) => journal.durable ? Effect.as(journal.commit, value) : Effect.succeed(value)
+  const recovered: Array<PushConfig> = []
+  for (const stored of journal.recovered.pushConfigs) {
+    const config = JSON.parse(stored.config) as PushConfig
+    const configs = byTask.get(config.taskId) ?? new Map<string, PushConfig>()
+    configs.set(config.id, config)
+    byTask.set(config.taskId, configs)
+    total++
+    recovered.push(config)
+  }
 
   const put = (input: Omit<PushConfig, "id"> & { readonly id?: string | undefined }) =>
     Effect.suspend((): Effect.Effect<PushConfig, PushConfigLimit> => {
@@ -68,7 +86,8 @@ export const makePushConfigs = (limits: PushLimits): Context.Tag.Service<PushCon
       configs.set(id, config)
       byTask.set(input.taskId, configs)
       if (!replaces) total++
-      return Effect.succeed(config)
+      if (journal.durable) journal.pushConfig({ taskId: config.taskId, configId: id, config: JSON.stringify(config) })
+      return committed(config)
     })
 
   const get = (taskId: string, configId: string) =>
@@ -88,14 +107,25 @@ export const makePushConfigs = (limits: PushLimits): Context.Tag.Service<PushCon
       if (configs?.delete(configId) !== true) return Effect.fail(new PushConfigNotFound({ taskId, configId }))
       total--
       if (configs.size === 0) byTask.delete(taskId)
-      return Effect.void
+      if (journal.durable) journal.removePushConfig(taskId, configId)
+      return committed(undefined)
     })
 
   const forget = (taskId: string) =>
-    Effect.sync(() => {
+    Effect.suspend(() => {
       total -= byTask.get(taskId)?.size ?? 0
       byTask.delete(taskId)
+      if (journal.durable) journal.removePushConfig(taskId, "*")
+      return committed(undefined)
     })
 
-  return PushConfigs.of({ put, get, list: (taskId) => Effect.sync(() => current(taskId)), remove, forget, current })
+  return PushConfigs.of({
+    put,
+    get,
+    list: (taskId) => Effect.sync(() => current(taskId)),
+    remove,
+    forget,
+    current,
+    recovered: { configs: recovered, after: journal.recovered.lastFrameId }
+  })
 }

@@ -125,7 +125,9 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
       pushConfig: (config) => void staging().pushPut.set(pushKey(config.taskId, config.configId), config),
       removePushConfig: (taskId, configId) => {
         const batch = staging()
-        batch.pushPut.delete(pushKey(taskId, configId))
+        if (configId === "*") {
+          for (const [key, config] of batch.pushPut) if (config.taskId === taskId) batch.pushPut.delete(key)
+        } else batch.pushPut.delete(pushKey(taskId, configId))
         batch.pushRemove.push([taskId, configId])
       },
       commit: Effect.suspend(() => {

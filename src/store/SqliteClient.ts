@@ -14,6 +14,7 @@ import * as Client from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Context, Effect, Layer, Scope } from "effect"
+import { closeSync, openSync } from "node:fs"
 import { createRequire } from "node:module"
 import { StoreRefused } from "./StoreError.js"
 import { storeLock } from "./StoreLock.js"
@@ -62,6 +63,8 @@ const openDatabase = (path: string): Effect.Effect<LibsqlDatabase, StoreRefused>
   Effect.try({
     try: () => {
       const Database = loadLibsql()
+      // Created owner-only: the store holds task texts and webhook tokens (the WAL gets the same mode).
+      closeSync(openSync(path, "a", 0o600))
       const db = new Database(path)
       try {
         db.pragma("journal_mode = WAL")

@@ -11,6 +11,7 @@ import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, type CapsuleFailure, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
 import { echoInfo } from "../../src/services/EchoCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
+import { PushConfigs } from "../../src/services/PushConfigs.js"
 import type { Message } from "../../src/services/Task.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
 import { restartedMessage, TaskRunner } from "../../src/services/TaskRunner.js"
@@ -74,6 +75,10 @@ describe(`a session over the store (${name}), started again`, () => {
         const registry = yield* TaskRegistry
         yield* until(registry.get(a.task.id), (task) => task.state === "working")
         yield* until(Effect.flatMap(EventLog, (log) => log.lastId()), (id) => id >= 2)
+        const push = yield* PushConfigs
+        yield* push.put({ taskId: c.task.id, id: "hook", url: "https://hooks.example/c", token: "t0k", version: "1.0" })
+        yield* push.put({ taskId: b.task.id, id: "gone", url: "https://hooks.example/b", version: "1.0" })
+        yield* push.remove(b.task.id, "gone")
         return [a.task.id, b.task.id, c.task.id]
       }).pipe(Effect.provide(first.context))
       const lastSeen = yield* Effect.provide(Effect.flatMap(EventLog, (log) => log.lastId()), first.context)
@@ -83,6 +88,10 @@ describe(`a session over the store (${name}), started again`, () => {
       const second = yield* start("/capsule", run, yield* Scope.make())
       assert.strictEqual(second.sessionId, first.sessionId)
       yield* Effect.gen(function*() {
+        // The push configs come back as they were left: the one set, not the one removed.
+        const push = yield* PushConfigs
+        assert.deepStrictEqual(push.recovered.configs.map((config) => [config.taskId, config.id, config.url, config.token]), [[accepted[2], "hook", "https://hooks.example/c", "t0k"]])
+        assert.isAbove(push.recovered.after, 0)
         const registry = yield* TaskRegistry
         const [a, b, c] = accepted as [string, string, string]
         const failed = yield* until(registry.get(a), (task) => task.state === "failed")

@@ -198,6 +198,17 @@ export const makePushSender = (settings: PushSettings) =>
         return entry?.fiber === undefined ? Effect.void : Fiber.interrupt(entry.fiber)
       })
 
+    // A session started again from a store: a config delivers on from the frames after the
+    // store's last one, if its task is live or has frames since (the final state the restart
+    // wrote for an interrupted task); a config of a task that ended before the restart goes.
+    const { after } = configs.recovered
+    for (const config of configs.recovered.configs) {
+      const task = yield* Effect.option(registry.get(config.taskId))
+      const since = yield* Effect.scoped(Effect.map(log.open({ after, taskId: config.taskId }), (subscription) => subscription.take().some((item) => item._tag === "Frame")))
+      if (task._tag === "Some" && (!isTerminal(task.value.state) || since)) yield* start(config, after)
+      else yield* Effect.ignore(configs.remove(config.taskId, config.id))
+    }
+
     return { start, stop }
   })
 
