@@ -81,7 +81,7 @@ export const serveCommand = Command.make("serve", {
       cardSigner: signer.right
     }
     const session: CapsuleRuntime.Options = {
-      tasks: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes },
+      tasks: { queueDepth: options.queueDepth, maxActive: options.maxActive, retainTerminal: options.retain, retainBytes: options.retainBytes, retainAgeMs: options.retainDays * 24 * 60 * 60 * 1000 },
       events: { capacityBytes: options.replayBytes }
     }
     // With --grpc-port, a gRPC server beside the HTTP one: the door serves A2A 1.0 on it too.

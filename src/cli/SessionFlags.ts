@@ -67,6 +67,7 @@ export const limits = {
     "Bytes of finished tasks kept for tasks/get (their text); the oldest are forgotten first (default 268435456)",
     256 * 1024 * 1024
   ),
+  retainDays: count("retain-days", 1, "DAYS", "Finished tasks older than this are forgotten, from memory and from the store (default 30)", 30),
   replayBytes: count("replay-bytes", 0, "BYTES", "Bytes of stream frames kept for Last-Event-ID replay, besides the 512-frame count (default 16777216)", 16 * 1024 * 1024),
   maxWatchers: count("max-watchers", 1, "N", "Most streams open at once (stream/watch, message/stream, tasks/resubscribe); more are refused (default 64)", 64),
   blockingTimeout: count("blocking-timeout", 1, "SECS", "Longest a blocking message/send waits; then it answers the task as it stands, saying why (default 20)", 20)

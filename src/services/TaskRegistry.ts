@@ -53,6 +53,8 @@ export interface TaskRegistryConfig {
   readonly retainTerminal: number
   /** Most bytes of finished tasks kept (see `taskBytes`); the oldest are forgotten beyond this. */
   readonly retainBytes: number
+  /** Finished tasks older than this (by their last transition) are forgotten, at start and as tasks finish. */
+  readonly retainAgeMs: number
 }
 
 export const defaultRegistryConfig: TaskRegistryConfig = {
@@ -60,7 +62,8 @@ export const defaultRegistryConfig: TaskRegistryConfig = {
   queueDepth: 1,
   maxActive: 1,
   retainTerminal: 1000,
-  retainBytes: 256 * 1024 * 1024
+  retainBytes: 256 * 1024 * 1024,
+  retainAgeMs: 30 * 24 * 60 * 60 * 1000
 }
 
 /** Fixed costs counted on top of the text: the record with its ids and provenance, and each message or artifact. */
@@ -280,6 +283,17 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
     finished.set(task.id, bytes)
     while (finished.size > config.retainTerminal || (finished.size > 0 && finishedBytes > config.retainBytes)) {
       forget(finished.keys().next().value as string)
+    }
+    forgetAged()
+  }
+
+  /** Forgets finished tasks past the age bound, oldest first (the map is in the order they finished). */
+  const forgetAged = () => {
+    const cutoff = Date.now() - config.retainAgeMs
+    for (const taskId of finished.keys()) {
+      const at = Date.parse(tasks.get(taskId)?.timestamp ?? "")
+      if (!(at < cutoff)) return
+      forget(taskId)
     }
   }
 

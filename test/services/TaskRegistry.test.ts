@@ -56,6 +56,40 @@ describe("TaskRegistry", () => {
       assert.strictEqual(stored.statusMessage, "task rejected: capsule is busy")
     }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "single" }))))
 
+  it.effect("a message id accepted before gets its first task back, whatever its state; a refused one may be sent again", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      const first = yield* registry.accept(task("a"))
+      const running = yield* registry.startNext()
+      assert.isTrue(Option.isSome(running))
+      const again = yield* registry.accept({ ...task("a again"), message: first.task.history[0]! })
+      assert.deepStrictEqual([again._tag, again.task.id, again._tag === "Accepted" && again.duplicate], ["Accepted", first.task.id, true])
+      assert.strictEqual(again.task.state, "working")
+      const other = yield* registry.accept(task("b"))
+      const refused = yield* registry.accept(task("c"))
+      assert.strictEqual(refused._tag, "Rejected")
+      yield* registry.update(first.task.id, { state: "completed" })
+      assert.strictEqual(Option.getOrThrow(yield* registry.startNext()).id, other.task.id)
+      const retried = yield* registry.accept({ ...task("c"), message: refused.task.history[0]! })
+      assert.deepStrictEqual([retried._tag, retried._tag === "Accepted" && retried.duplicate === true], ["Accepted", false])
+      assert.notStrictEqual(retried.task.id, refused.task.id)
+      assert.strictEqual((yield* registry.stats()).queued, 1)
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 1 }))))
+
+  it.live("finished tasks older than the age bound are forgotten as others finish; live ones never", () =>
+    Effect.gen(function*() {
+      const registry = yield* TaskRegistry
+      const old = yield* registry.accept(task("old"))
+      const live = yield* registry.accept(task("live"))
+      yield* registry.update(old.task.id, { state: "canceled" })
+      yield* Effect.sleep(40)
+      const next = yield* registry.accept(task("next"))
+      yield* registry.update(next.task.id, { state: "canceled" })
+      assert.isTrue(Either.isLeft(yield* Effect.either(registry.get(old.task.id))), "the old finished task is forgotten")
+      assert.strictEqual((yield* registry.get(next.task.id)).state, "canceled")
+      assert.strictEqual((yield* registry.get(live.task.id)).state, "submitted")
+    }).pipe(Effect.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 5, retainAgeMs: 30 }))))
+
   it.effect("none: every task is rejected", () =>
     Effect.gen(function*() {
       const registry = yield* TaskRegistry
@@ -228,7 +262,7 @@ describe("TaskRegistry invariants (property)", () => {
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 5 }),
         (ops, acceptance, maxActive, queueDepth) => {
-          const registry = Effect.runSync(makeRegistry({ acceptance, maxActive, queueDepth, retainTerminal: 1000, retainBytes: Number.POSITIVE_INFINITY }))
+          const registry = Effect.runSync(makeRegistry({ acceptance, maxActive, queueDepth, retainTerminal: 1000, retainBytes: Number.POSITIVE_INFINITY, retainAgeMs: Number.POSITIVE_INFINITY }))
           const known: Array<string> = []
           const before = new Map<string, TaskState>()
           for (const op of ops) {
@@ -289,7 +323,7 @@ describe("TaskRegistry retention by bytes (property)", () => {
   it("finished tasks held fit the budget, are the newest finished that do, and live tasks are all kept", () => {
     fc.assert(
       fc.property(fc.array(sizedOpArb, { maxLength: 80 }), fc.integer({ min: 0, max: 12_000 }), (ops, budget) => {
-        const registry = Effect.runSync(makeRegistry({ acceptance: "queue", maxActive: 3, queueDepth: 6, retainTerminal: 1000, retainBytes: budget }))
+        const registry = Effect.runSync(makeRegistry({ acceptance: "queue", maxActive: 3, queueDepth: 6, retainTerminal: 1000, retainBytes: budget, retainAgeMs: Number.POSITIVE_INFINITY }))
         const live = new Set<string>()
         const finishedOrder: Array<{ readonly id: string; readonly bytes: number }> = []
         for (const op of ops) {
