@@ -28,6 +28,9 @@ export interface Principal {
 
 export const allScopes: ReadonlySet<string> = new Set(doorScopes)
 
+/** No scope: a principal known by name only (the owner of a task recovered from a store). */
+export const noScopes: ReadonlySet<string> = new Set()
+
 /** Everyone at a door without tokens: it may do everything, as before tokens existed. */
 export const anonymous: Principal = { name: "anonymous", scopes: allScopes }
 

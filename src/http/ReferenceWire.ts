@@ -72,13 +72,16 @@ export const referenceClosed = sseFrame({ event: "capsule-closed", data: "{}" })
 export const referenceError = (message: string) => sseFrame({ event: "error", data: JSON.stringify({ error: message }) })
 
 /** The busy refusal written to the requesting `message/stream` connection only (never numbered). */
-export const referenceRejected = (task: Task) =>
+export const referenceRejected = (task: Task) => referenceSettled(task, "task rejected: capsule is busy")
+
+/** A finished task as one final status frame (a rejected one, or a message sent again after its task ended). */
+export const referenceSettled = (task: Task, fallback = "") =>
   sseFrame({
     event: "status",
     data: JSON.stringify({
       id: task.id,
       context_id: task.contextId,
-      status: { state: "rejected", message: task.statusMessage ?? "task rejected: capsule is busy" },
+      status: { state: task.state, message: task.statusMessage ?? fallback },
       final: true
     })
   })

@@ -6,7 +6,7 @@ import { Effect, Either, Option, Stream } from "effect"
 import { EventLog, type LogItem } from "../services/EventLog.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
-import { TaskNotFound, TaskRegistry } from "../services/TaskRegistry.js"
+import { type Acceptance, TaskNotFound, TaskRegistry } from "../services/TaskRegistry.js"
 import { TaskRunner } from "../services/TaskRunner.js"
 import { a2aEncoder, a2aTask, endsA2aStream } from "./A2aWire.js"
 import { settledWithin } from "./BlockingWait.js"
@@ -14,7 +14,7 @@ import type { CallContext } from "./CallContext.js"
 import { makeContextOwners } from "./ContextOwners.js"
 import { DoorConfig } from "./DoorConfig.js"
 import { ContentTypeNotSupported, ContextNotOwned, InvalidParams, MethodNotFound, TaskNotCancelable, UnsupportedOperation } from "./DoorErrors.js"
-import { isAdmin } from "./DoorScopes.js"
+import { isAdmin, noScopes } from "./DoorScopes.js"
 import { decodeSendParams, decodeTaskQuery, type SendRequest } from "./Params.js"
 import { decodeListRequest, decodeSendRequest1 } from "./Params1.js"
 import {
@@ -25,6 +25,7 @@ import {
   referenceGap,
   referenceLagged,
   referenceRejected,
+  referenceSettled,
   referenceTask
 } from "./ReferenceWire.js"
 import { json, type Method, type MethodResult } from "./Method.js"
@@ -52,6 +53,21 @@ export const makeMethods = Effect.gen(function*() {
     owners.sees(call.principal, task.contextId) ? Effect.succeed(task) : Effect.fail(new TaskNotFound({ taskId: task.id }))
   const lookup = (call: CallContext, taskId: string) => Effect.flatMap(registry.get(taskId), (task) => visible(call, task))
   const push = yield* makePushMethods(lookup)
+  // A session started again from a store: its contexts belong to whoever created them before.
+  for (const task of yield* registry.list()) {
+    if (task.provenance.principal !== undefined && task.provenance.origin !== "completion") {
+      owners.claim(task.contextId, { name: task.provenance.principal, scopes: noScopes })
+    }
+  }
+
+  /**
+   * The task a message id started before (idempotent submit) answers only its own principal:
+   * another one reusing the id is refused, and learns nothing of the task.
+   */
+  const ownDuplicate = (call: CallContext, acceptance: Acceptance): Effect.Effect<void, InvalidParams> =>
+    acceptance._tag === "Accepted" && acceptance.duplicate === true && !owners.sees(call.principal, acceptance.task.contextId)
+      ? Effect.fail(new InvalidParams({ detail: "message.messageId was already used in this session; send a new message with a new id" }))
+      : Effect.void
 
   /**
    * The context a new task may use: one the caller claims or already owns. A completion is
@@ -164,9 +180,10 @@ export const makeMethods = Effect.gen(function*() {
         const acceptance = yield* runner.submit({
           message: request.message,
           ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
-          provenance: call.provenance,
+          provenance: { ...call.provenance, principal: call.principal.name },
           dialect: a2a ? "a2a" : "reference"
         })
+        yield* ownDuplicate(call, acceptance)
         task = acceptance.task
         claimMinted(call, task)
         if (pushSpec !== undefined && acceptance._tag === "Accepted") yield* push.attach(task, pushSpec, call.version, task, cursor)
@@ -202,13 +219,20 @@ export const makeMethods = Effect.gen(function*() {
       const acceptance = yield* runner.submit({
         message: request.message,
         ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
-        provenance: call.provenance,
+        provenance: { ...call.provenance, principal: call.principal.name },
         dialect: call.a2a ? "a2a" : "reference"
       })
+      yield* ownDuplicate(call, acceptance)
       claimMinted(call, acceptance.task)
       if (pushSpec !== undefined && acceptance._tag === "Accepted") yield* push.attach(acceptance.task, pushSpec, call.version, acceptance.task, cursor)
       if (acceptance._tag === "Rejected") {
         return sseOnly(call.a2a ? a2aEncoder(call).task(acceptance.task) : referenceRejected(acceptance.task))
+      }
+      if (acceptance.duplicate === true) {
+        // The same message again: its task's stream from its first frame, or the task when it is over.
+        const first = acceptance.task
+        if (isTerminal(first.state)) return sseOnly(call.a2a ? a2aEncoder(call).task(first) : referenceSettled(first))
+        return sse(call.a2a ? a2aTaskStream(call, first, 0) : referenceTaskStream(first.id, 0))
       }
       return sse(call.a2a ? a2aTaskStream(call, acceptance.task, cursor) : referenceTaskStream(acceptance.task.id, cursor))
     })

@@ -87,6 +87,11 @@ export interface Provenance {
    * `--task`, or to deliver a detached shell command's completion.
    */
   readonly hostSource?: "task_md" | "detached_shell"
+  /**
+   * The principal the door authenticated for the message that created it (a token's name, or
+   * `anonymous`): kept with the task, so its context's owner is known again after a restart.
+   */
+  readonly principal?: string
 }
 
 export interface Task {
