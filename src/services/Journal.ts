@@ -48,6 +48,8 @@ export interface JournalService {
   readonly removePushConfig: (taskId: string, configId: string) => void
   /** Waits until everything staged so far is committed (at once when nothing is pending). */
   readonly commit: Effect.Effect<void>
+  /** False while a commit is failing (disk full, connection lost): new work is refused meanwhile. */
+  readonly writable: () => boolean
   /** A staged version of this task (any task, without an id) is not committed yet. */
   readonly pending: (taskId?: string) => boolean
   /** The one listener for committed frames, called in id order right after each commit. */
@@ -67,6 +69,7 @@ export const noJournal: JournalService = {
   pushConfig: () => {},
   removePushConfig: () => {},
   commit: Effect.void,
+  writable: () => true,
   pending: () => false,
   onCommitted: () => {},
   frames: () => Effect.succeed([])

@@ -107,7 +107,13 @@ export interface TaskChange {
   readonly addArtifact?: Artifact
 }
 
-export type RejectReason = "busy" | "closing"
+export type RejectReason = "busy" | "closing" | "store"
+
+const refusedMessages: Record<RejectReason, string> = {
+  busy: "task rejected: capsule is busy",
+  closing: "task rejected: the session is closing",
+  store: "task rejected: the session's store cannot be written now (disk full or database unreachable); send it again later"
+}
 
 export type Acceptance =
   /** `duplicate`: the message id was accepted before; `task` is that first task (nothing new starts). */
@@ -250,6 +256,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
 
   const canAccept = (): RejectReason | undefined => {
     if (closing) return "closing"
+    if (durable && !journal.writable()) return "store"
     switch (config.acceptance) {
       case "none":
         return "busy"
@@ -318,6 +325,8 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       }
       const acceptance = acceptNew(input)
       stage(acceptance.task)
+      // A refusal is answered at once: it promises nothing, and the store may be what refuses.
+      if (acceptance._tag === "Rejected") return Effect.as(publish(acceptance.task), acceptance)
       return committed(() => Effect.as(publish(acceptance.task), acceptance))
     })
 
@@ -327,11 +336,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
         id: mintId("tsk"),
         contextId: input.contextId ?? input.message.contextId ?? mintId("ctx"),
         state: refusal === undefined ? "submitted" : "rejected",
-        ...(refusal === undefined ? {} : {
-          statusMessage: refusal === "busy"
-            ? "task rejected: capsule is busy"
-            : "task rejected: the session is closing"
-        }),
+        ...(refusal === undefined ? {} : { statusMessage: refusedMessages[refusal] }),
         timestamp: now(),
         revision: 0,
         history: [input.message],

@@ -13,6 +13,7 @@ import type { JournalService, Recovered, StoredPushConfig, StoredTask } from "..
 import type { Frame } from "../services/TaskEvent.js"
 import { FrameStore } from "./FrameStore.js"
 import { PushConfigStore } from "./PushConfigStore.js"
+import { StoreFailed } from "./StoreError.js"
 import { TaskStore } from "./TaskStore.js"
 import { StoreTransaction } from "./StoreTransaction.js"
 
@@ -65,6 +66,8 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
     let open = newBatch()
     let inflight: Batch | undefined
     let listener: (frames: ReadonlyArray<Frame>) => void = () => {}
+    /** The batch being written has failed at least once and not committed since. */
+    let failing = false
     const wake = yield* Queue.sliding<void>(1)
     const lock = yield* Effect.makeSemaphore(1)
 
@@ -94,10 +97,20 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
       open = newBatch()
       inflight = batch
       return write(batch).pipe(
-        Effect.tapError((error) => Effect.logWarning("store commit failed; retrying", error.message)),
+        // A defect in a driver must not end the writer: it is a failed commit like any other.
+        Effect.catchAllDefect((defect) => Effect.fail(new StoreFailed({ operation: "commit", reason: String(defect) }))),
+        Effect.tapError((error) =>
+          Effect.suspend(() => {
+            const first = !failing
+            failing = true
+            return first ? Effect.logError("store commit failed: new tasks are refused until it succeeds; retrying", error.message) : Effect.void
+          })
+        ),
         Effect.retry(retryDelays),
         Effect.orDie,
         Effect.zipRight(Effect.sync(() => {
+          if (failing) Effect.runFork(Effect.logInfo("store commit succeeded again"))
+          failing = false
           inflight = undefined
           listener(batch.frames)
           Deferred.unsafeDone(batch.done, Exit.void)
@@ -134,6 +147,7 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
         if (!isEmpty(open)) return Deferred.await(open.done)
         return inflight === undefined ? Effect.void : Deferred.await(inflight.done)
       }),
+      writable: () => !failing,
       pending: (taskId) => {
         if (taskId === undefined) return !isEmpty(open) || inflight !== undefined
         return open.tasks.has(taskId) || (inflight?.tasks.has(taskId) ?? false)

@@ -34,6 +34,7 @@ interface LibsqlStatement {
 }
 
 interface LibsqlDatabase {
+  readonly inTransaction: boolean
   prepare(sql: string): LibsqlStatement
   pragma(source: string): Array<Row>
   exec(sql: string): void
@@ -113,6 +114,8 @@ const make = (path: string) =>
     const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
       Effect.try({
         try: () => {
+          // SQLite rolls a transaction back by itself on some errors (SQLITE_FULL): nothing is left to roll back.
+          if (!db.inTransaction && /^\s*ROLLBACK/i.test(sql)) return []
           const statement = prepare(sql)
           if (statement.reader) return statement.raw(raw).all(...params)
           statement.run(...params)
