@@ -19,7 +19,7 @@ const postgres = await postgresAvailable()
 
 /** The stores the property runs against, and how many kills each gets. */
 const stores: ReadonlyArray<{ readonly name: string; readonly make: () => Promise<string>; readonly runs: number }> = [
-  { name: "SQLite", make: async () => `sqlite:${join(mkdtempSync(join(tmpdir(), "kill-store-")), "session.db")}`, runs: 4 },
+  { name: "SQLite", make: async () => `sqlite:${join(mkdtempSync(join(tmpdir(), "kill-store-")), "session.db")}`, runs: 3 },
   ...(postgres ? [{ name: "PostgreSQL", make: freshSchemaUrl, runs: 2 }] : [])
 ]
 
