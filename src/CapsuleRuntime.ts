@@ -20,12 +20,13 @@
  *
  * @since 0.2.0
  */
-import type { Layer } from "effect"
+import { Layer } from "effect"
 import type { DoorConfig } from "./http/DoorConfig.js"
 import * as componentCheck from "./layers/ComponentCheck.js"
 import * as directory from "./layers/Directory.js"
 import * as host from "./layers/Host.js"
 import * as session from "./layers/Session.js"
+import * as store from "./layers/Store.js"
 import type { Capsule } from "./services/Capsule.js"
 import type { DoorAddress } from "./services/DoorAddress.js"
 import { EchoCapsule, type EchoConfig } from "./services/EchoCapsule.js"
@@ -129,3 +130,20 @@ export const checkComponent = componentCheck.checkComponent
  * @category models
  */
 export type ComponentCheck = componentCheck.ComponentCheck
+
+/**
+ * A store for the sessions of `layerDirectory` (provide it to that layer): `sqlite:<path>` (one
+ * process per file) or `postgres://…`. A directory served again on the same store keeps its
+ * session id, tasks, event ids and push configs (docs/design.md, "The store"). Without one, a
+ * session keeps nothing.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerStore = (location: string): Layer.Layer<store.SessionStores, store.StoreRefused | store.StoreFailed> => {
+  const spec = store.parseStore(location)
+  const made = spec._tag === "Right" && spec.right._tag !== "Memory" && spec.right._tag !== "Default" ? store.storeLayer(spec.right) : undefined
+  if (made !== undefined) return made
+  const reason = spec._tag === "Left" ? spec.left : "a store for layerStore is sqlite:<path> or postgres://… (no store keeps nothing)"
+  return Layer.fail(new store.StoreRefused({ store: location, reason }))
+}

@@ -138,3 +138,15 @@ describe(`a session over the store (${name}), started again`, () => {
 
 suite("memory tables", memoryStores)
 if (available) suite("PostgreSQL", postgresStores)
+
+describe("CapsuleRuntime.layerStore", () => {
+  it.effect("opens a SQLite store for a library host, and refuses what is not a store, naming it", () =>
+    Effect.gen(function*() {
+      const { CapsuleRuntime } = yield* Effect.promise(() => import("../../src/index.js"))
+      const path = `${(yield* Effect.promise(() => import("node:fs"))).mkdtempSync("/tmp/layer-store-")}/s.db`
+      const stores = yield* Effect.provide(SessionStores, CapsuleRuntime.layerStore(`sqlite:${path}`))
+      assert.strictEqual(stores.location, path)
+      const refused = yield* Effect.flip(Effect.provide(SessionStores, CapsuleRuntime.layerStore("memory")))
+      assert.include(refused.message, "store memory refused")
+    }))
+})
