@@ -133,7 +133,7 @@ export class TaskRegistry extends Context.Tag("capsule-runtime/services/TaskRegi
    */
   readonly update: (taskId: string, change: TaskChange, also?: (task: Task) => void) => Effect.Effect<Task, TaskNotFound | InvalidTransition>
   /** Moves the next queued task (by lane, FIFO within a lane) to `working`, if `max_active` allows. */
-  readonly startNext: () => Effect.Effect<Option.Option<Task>>
+  readonly startNext: (also?: (task: Task) => void) => Effect.Effect<Option.Option<Task>>
   /** Live task ids in acceptance order, and a snapshot of the counters. */
   readonly live: () => Effect.Effect<ReadonlyArray<string>>
   /** Every task it still knows (live and retained), in no particular order: bounded by retention. */
@@ -422,7 +422,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       })
     })
 
-  const startNext = () =>
+  const startNext = (also?: (task: Task) => void) =>
     Effect.sync(() => {
       grantResuming()
       if (active.size >= config.maxActive) return Option.none<Task>()
@@ -435,6 +435,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       stage(next)
       active.add(taskId)
       lastStarted = taskId
+      also?.(next)
       return Option.some(next)
     }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: (next) => committed(() => publish(next)) })))
 

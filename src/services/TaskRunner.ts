@@ -287,10 +287,10 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const dispatch = lock.withPermits(1)(Effect.gen(function*() {
       const since = lastPass
       while (true) {
-        const next = yield* registry.startNext()
+        // Its `working` frame is committed with the start.
+        const next = yield* registry.startNext((task) => void log.stage(task.id, task.contextId, { _tag: "Status", state: "working", message: "working", final: false }))
         if (Option.isNone(next)) return void (lastPass = performance.now())
         const task = next.value
-        yield* emit(task, { _tag: "Status", state: "working", message: "working", final: false })
         yield* FiberMap.run(fibers, task.id, execute(task, since))
       }
     }))

@@ -118,8 +118,9 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
       )
     }))
 
-    // Everything ready in this turn stages first (yieldNow), then one transaction takes it all.
-    yield* Queue.take(wake).pipe(Effect.zipRight(Effect.yieldNow()), Effect.zipRight(flush), Effect.forever, Effect.forkScoped)
+    // The writer runs when the fiber that staged first waits for its commit: what the others staged
+    // by then goes in the same transaction, and what comes during it in the next.
+    yield* Queue.take(wake).pipe(Effect.zipRight(flush), Effect.forever, Effect.forkScoped)
     // Runs before the writer is interrupted (finalizers run in reverse): the session's last changes are kept.
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(closingFlushMs), Effect.ignoreLogged))
 
