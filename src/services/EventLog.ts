@@ -212,7 +212,12 @@ export const makeEventLog = (config: EventLogConfig, journal: JournalService = n
   }
 
   const publish = journal.durable
-    ? (taskId: string, contextId: string, event: TaskEvent) => Effect.suspend(() => Effect.as(journal.commit, stage(taskId, contextId, event)))
+    ? (taskId: string, contextId: string, event: TaskEvent) =>
+      Effect.suspend(() => {
+        // Readers see it once committed (`onCommitted`); the writer goes on unless the store lags.
+        const frame = stage(taskId, contextId, event)
+        return journal.backlogged() ? Effect.as(journal.commit, frame) : Effect.succeed(frame)
+      })
     : (taskId: string, contextId: string, event: TaskEvent) => Effect.sync(() => stage(taskId, contextId, event))
   journal.onCommitted((frames) => {
     for (const frame of frames) show(frame)

@@ -48,6 +48,13 @@ export interface JournalService {
   readonly removePushConfig: (taskId: string, configId: string) => void
   /** Waits until everything staged so far is committed (at once when nothing is pending). */
   readonly commit: Effect.Effect<void>
+  /**
+   * Runs `effect` right after what is staged now is committed, without waiting for it (at once
+   * when nothing is pending): for a change no client sees until then anyway.
+   */
+  readonly afterCommit: (effect: Effect.Effect<void>) => void
+  /** So much is staged that a writer should wait for the commit before staging more (bounds memory). */
+  readonly backlogged: () => boolean
   /** False while a commit is failing (disk full, connection lost): new work is refused meanwhile. */
   readonly writable: () => boolean
   /** A staged version of this task (any task, without an id) is not committed yet. */
@@ -69,6 +76,8 @@ export const noJournal: JournalService = {
   pushConfig: () => {},
   removePushConfig: () => {},
   commit: Effect.void,
+  afterCommit: (effect) => Effect.runSync(effect),
+  backlogged: () => false,
   writable: () => true,
   pending: () => false,
   onCommitted: () => {},

@@ -236,6 +236,15 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
   /** `after`, once what was staged is committed (at once without a store): durable before visible. */
   const committed = <A, E>(after: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
     durable ? Effect.zipRight(journal.commit, Effect.suspend(after)) : after()
+  /**
+   * Publishes the change once committed, without waiting for it: for the runner's own steps (a
+   * start), which no client sees before the commit anyway (reads of the task wait for it).
+   */
+  const shownWhenCommitted = (task: Task): Effect.Effect<unknown> => {
+    if (!durable) return publish(task)
+    journal.afterCommit(Effect.asVoid(publish(task)))
+    return journal.backlogged() ? journal.commit : Effect.void
+  }
   /** A read that waits for the task's (any task's, without an id) staged change to be committed first. */
   const readable = <A, E>(taskId: string | undefined, read: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
     durable && journal.pending(taskId) ? Effect.zipRight(journal.commit, Effect.suspend(read)) : read()
@@ -437,7 +446,7 @@ const registryOver = (config: TaskRegistryConfig, published: PubSub.PubSub<Task>
       lastStarted = taskId
       also?.(next)
       return Option.some(next)
-    }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: (next) => committed(() => publish(next)) })))
+    }).pipe(Effect.tap(Option.match({ onNone: () => Effect.void, onSome: (next) => shownWhenCommitted(next) })))
 
   const live = () =>
     Effect.sync(() => {

@@ -23,6 +23,8 @@ interface Batch {
   readonly frames: Array<Frame>
   readonly pushPut: Map<string, StoredPushConfig>
   readonly pushRemove: Array<readonly [string, string]>
+  /** What runs once the batch is committed, in the order it was asked for. */
+  readonly after: Array<Effect.Effect<void>>
   readonly done: Deferred.Deferred<void>
 }
 
@@ -32,6 +34,7 @@ const newBatch = (): Batch => ({
   frames: [],
   pushPut: new Map(),
   pushRemove: [],
+  after: [],
   done: Deferred.unsafeMake(FiberId.none)
 })
 
@@ -40,6 +43,9 @@ const isEmpty = (batch: Batch) =>
 
 /** How long the session waits before writing a failed batch again: 50 ms, doubling, at most 2 s. */
 const retryDelays = Schedule.exponential(Duration.millis(50)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(2))))
+
+/** Changes staged before a writer waits for the commit instead of staging more. */
+const backlogLimit = 1024
 
 /** Longest the session's end waits for its last changes to be committed. */
 const closingFlushMs = 10_000
@@ -114,7 +120,8 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
           inflight = undefined
           listener(batch.frames)
           Deferred.unsafeDone(batch.done, Exit.void)
-        }))
+        })),
+        Effect.zipRight(batch.after.length === 0 ? Effect.void : Effect.all(batch.after, { discard: true }))
       )
     }))
 
@@ -144,6 +151,12 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
         } else batch.pushPut.delete(pushKey(taskId, configId))
         batch.pushRemove.push([taskId, configId])
       },
+      afterCommit: (effect) => {
+        if (!isEmpty(open)) open.after.push(effect)
+        else if (inflight !== undefined) inflight.after.push(effect)
+        else Effect.runFork(effect)
+      },
+      backlogged: () => open.tasks.size + open.frames.length > backlogLimit,
       commit: Effect.suspend(() => {
         if (!isEmpty(open)) return Deferred.await(open.done)
         return inflight === undefined ? Effect.void : Deferred.await(inflight.done)

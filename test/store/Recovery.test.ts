@@ -11,6 +11,7 @@ import { servicesLayer } from "../../src/layers/Session.js"
 import { Capsule, type CapsuleFailure, type TaskInput, type TaskIO } from "../../src/services/Capsule.js"
 import { echoInfo } from "../../src/services/EchoCapsule.js"
 import { EventLog } from "../../src/services/EventLog.js"
+import { Journal } from "../../src/services/Journal.js"
 import { PushConfigs } from "../../src/services/PushConfigs.js"
 import type { Message } from "../../src/services/Task.js"
 import { TaskRegistry } from "../../src/services/TaskRegistry.js"
@@ -126,7 +127,10 @@ describe(`a session over the store (${name}), started again`, () => {
       const registry = yield* Effect.provide(TaskRegistry, Layer.provide(TaskRegistry.layer({ acceptance: "queue", queueDepth: 4 }), Layer.succeedContext(journal)))
       const subscription = yield* log.open({ after: 0 }).pipe(Scope.extend(scope))
       const published = yield* log.publish("tsk_x", "ctx_x", { _tag: "Text", text: "one", final: false, turn: 1 })
-      // Committed by the time publish returned, and handed to the reader in the same step.
+      // Staged, not committed: no reader has it, and the last id readers may use is still 0.
+      assert.deepStrictEqual(subscription.take(), [])
+      assert.strictEqual(yield* log.lastId(), 0)
+      yield* Effect.flatMap(Journal, (journal) => journal.commit).pipe(Effect.provide(journal))
       assert.deepStrictEqual(subscription.take().map((item) => item._tag === "Frame" ? item.frame.id : -1), [published.id])
       const accepted = yield* registry.accept({ message: message("x"), provenance: { origin: "user", trust: "trusted" }, dialect: "a2a" })
       const loaded = yield* stores.load(claimed.sessionId)
