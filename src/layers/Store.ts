@@ -15,6 +15,7 @@ import { PushConfigStore } from "../store/PushConfigStore.js"
 import { SessionStores } from "../store/SessionStores.js"
 import { SessionStore } from "../store/SessionStore.js"
 import { SqliteClient } from "../store/SqliteClient.js"
+import { BatchWriter } from "../store/BatchWriter.js"
 import { StoreFailed, StoreRefused } from "../store/StoreError.js"
 import { StoreTransaction } from "../store/StoreTransaction.js"
 import { TaskStore } from "../store/TaskStore.js"
@@ -49,8 +50,13 @@ const shown = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@")
 
 const tables = Layer.mergeAll(TaskStore.layerSql, FrameStore.layerSql, PushConfigStore.layerSql, SessionStore.layerSql, StoreTransaction.layerSql)
 
-const sqlStores = <E, R>(client: Layer.Layer<import("@effect/sql/SqlClient").SqlClient, E, R>, location: string) =>
+const sqlStores = <Client, E, R>(
+  client: Layer.Layer<Client, E, R>,
+  location: string,
+  writer: Layer.Layer<BatchWriter, never, NoInfer<Client> | TaskStore | FrameStore | PushConfigStore | StoreTransaction>
+) =>
   SessionStores.layer(location).pipe(
+    Layer.provideMerge(writer),
     Layer.provideMerge(tables),
     Layer.provide(Layer.effectDiscard(migrate())),
     Layer.provide(client)
@@ -66,20 +72,22 @@ export const storeLayer = (spec: Exclude<StoreSpec, { readonly _tag: "Default" }
         try: () => mkdirSync(dirname(spec.path), { recursive: true, mode: 0o700 }),
         catch: (cause) => new StoreRefused({ store: spec.path, reason: `its directory cannot be made: ${String(cause)}` })
       })
-      return sqlStores(SqliteClient.layer(spec.path), spec.path).pipe(Layer.provide(Layer.effectDiscard(made)))
+      return sqlStores(SqliteClient.layer(spec.path), spec.path, BatchWriter.layerSqlite).pipe(Layer.provide(Layer.effectDiscard(made)))
     }
     case "Postgres":
       return sqlStores(
         PgClient.layer({ url: Redacted.make(spec.url) }).pipe(
           Layer.catchAll((error) => Layer.fail(new StoreRefused({ store: shown(spec.url), reason: `cannot connect: ${error.message}` })))
         ),
-        shown(spec.url)
+        shown(spec.url),
+        BatchWriter.layerStores
       )
   }
 }
 
 /** Every table store in memory: a store that lasts as long as the process (tests of a restart in-process). */
 export const memoryStores: Layer.Layer<SessionStores> = SessionStores.layer("memory").pipe(
+  Layer.provideMerge(BatchWriter.layerStores),
   Layer.provideMerge(Layer.mergeAll(TaskStore.layerMemory, FrameStore.layerMemory, PushConfigStore.layerMemory, SessionStore.layerMemory, StoreTransaction.layerMemory))
 )
 

@@ -11,11 +11,11 @@
 import { Deferred, Duration, Effect, Exit, FiberId, Queue, Schedule } from "effect"
 import type { JournalService, Recovered, StoredPushConfig, StoredTask } from "../services/Journal.js"
 import type { Frame } from "../services/TaskEvent.js"
+import { BatchWriter } from "./BatchWriter.js"
 import { FrameStore } from "./FrameStore.js"
 import { PushConfigStore } from "./PushConfigStore.js"
 import { StoreFailed } from "./StoreError.js"
 import { TaskStore } from "./TaskStore.js"
-import { StoreTransaction } from "./StoreTransaction.js"
 
 interface Batch {
   readonly tasks: Map<string, StoredTask>
@@ -65,10 +65,8 @@ export const loadSession = (sessionId: string) =>
 
 export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
   Effect.gen(function*() {
-    const taskStore = yield* TaskStore
     const frameStore = yield* FrameStore
-    const pushStore = yield* PushConfigStore
-    const transaction = yield* StoreTransaction
+    const writer = yield* BatchWriter
     let open = newBatch()
     let inflight: Batch | undefined
     let listener: (frames: ReadonlyArray<Frame>) => void = () => {}
@@ -83,19 +81,14 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
       return open
     }
 
-    const write = (batch: Batch) => {
-      const forgotten = [...batch.forgets]
-      // Deletions first: a message id freed by a forgotten task may be taken by a new one in this batch.
-      return transaction.run(Effect.all([
-        taskStore.remove(sessionId, forgotten),
-        frameStore.removeTasks(sessionId, forgotten),
-        pushStore.remove(sessionId, forgotten.map((taskId) => [taskId, "*"] as const)),
-        taskStore.put(sessionId, [...batch.tasks.values()]),
-        frameStore.append(sessionId, batch.frames.filter((frame) => !batch.forgets.has(frame.taskId))),
-        pushStore.remove(sessionId, batch.pushRemove),
-        pushStore.put(sessionId, [...batch.pushPut.values()])
-      ], { discard: true }))
-    }
+    const write = (batch: Batch) =>
+      writer.write(sessionId, {
+        tasks: [...batch.tasks.values()],
+        forgotten: [...batch.forgets],
+        frames: batch.forgets.size === 0 ? batch.frames : batch.frames.filter((frame) => !batch.forgets.has(frame.taskId)),
+        pushPut: [...batch.pushPut.values()],
+        pushRemove: batch.pushRemove
+      })
 
     const flush = lock.withPermits(1)(Effect.suspend(() => {
       const batch = open

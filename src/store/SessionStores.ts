@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Journal, type Recovered } from "../services/Journal.js"
+import type { BatchWriter } from "./BatchWriter.js"
 import { FrameStore } from "./FrameStore.js"
 import { PushConfigStore } from "./PushConfigStore.js"
 import { loadSession, makeSessionJournal } from "./SessionJournal.js"
@@ -28,7 +29,7 @@ export class SessionStores extends Context.Tag("capsule-runtime/store/SessionSto
       SessionStores,
       Effect.gen(function*() {
         const sessions = yield* SessionStore
-        const tables = yield* Effect.context<TaskStore | FrameStore | PushConfigStore | StoreTransaction>()
+        const tables = yield* Effect.context<TaskStore | FrameStore | PushConfigStore | StoreTransaction | BatchWriter>()
         return SessionStores.of({
           location,
           claim: sessions.claim,

@@ -87,12 +87,24 @@ const openDatabase = (path: string): Effect.Effect<LibsqlDatabase, StoreRefused>
     catch: (cause) => refused(path, describe(cause))
   })
 
+/** A statement and its parameters, for `SqliteBatch`. */
+export type SqliteStatement = readonly [sql: string, params: ReadonlyArray<unknown>]
+
+/**
+ * Runs statements as one transaction in a single synchronous step on the client's connection
+ * (the journal's commits: one call instead of an Effect per statement).
+ */
+export class SqliteBatch extends Context.Tag("capsule-runtime/store/SqliteBatch")<SqliteBatch, {
+  readonly run: (statements: ReadonlyArray<SqliteStatement>) => Effect.Effect<void, SqlError>
+}>() {}
+
 export class SqliteClient extends Context.Tag("capsule-runtime/store/SqliteClient")<SqliteClient, Client.SqlClient>() {
-  /** The client for `path` (created when missing), as both this tag and `SqlClient`. */
-  static readonly layer = (path: string): Layer.Layer<SqliteClient | Client.SqlClient, StoreRefused> =>
-    Layer.scopedContext(Effect.map(make(path), (client) => Context.make(SqliteClient, client).pipe(Context.add(Client.SqlClient, client)))).pipe(
-      Layer.provide(Reactivity.layer)
-    )
+  /** The client for `path` (created when missing), as this tag, `SqlClient` and `SqliteBatch`. */
+  static readonly layer = (path: string): Layer.Layer<SqliteClient | Client.SqlClient | SqliteBatch, StoreRefused> =>
+    Layer.scopedContext(Effect.map(make(path), ({ batch, client }) =>
+      Context.make(SqliteClient, client).pipe(Context.add(Client.SqlClient, client), Context.add(SqliteBatch, batch)))).pipe(
+        Layer.provide(Reactivity.layer)
+      )
 }
 
 const make = (path: string) =>
@@ -137,10 +149,27 @@ const make = (path: string) =>
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(Effect.zipRight(restore(semaphore.take(1)), Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))), connection)
     )
-    return yield* Client.make({
+    const client = yield* Client.make({
       acquirer: acquirer as never,
       compiler,
       transactionAcquirer: transactionAcquirer as never,
       spanAttributes: [["db.system.name", "sqlite"]]
     })
+    const batch = SqliteBatch.of({
+      run: (statements) =>
+        semaphore.withPermits(1)(Effect.try({
+          try: () => {
+            db.exec("BEGIN IMMEDIATE")
+            try {
+              for (const [sql, params] of statements) prepare(sql).run(...params)
+              db.exec("COMMIT")
+            } catch (error) {
+              if (db.inTransaction) db.exec("ROLLBACK")
+              throw error
+            }
+          },
+          catch: (cause) => new SqlError({ cause, message: `Failed to commit: ${describe(cause)}` })
+        }))
+    })
+    return { client, batch }
   })

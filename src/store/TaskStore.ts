@@ -19,7 +19,7 @@ export class TaskStore extends Context.Tag("capsule-runtime/store/TaskStore")<Ta
         Effect.mapError(failedTo("read of tasks"))
       ),
     put: (sessionId, tasks) =>
-      tasks.length === 0 ? Effect.void : sql`INSERT INTO tasks ${sql.insert(tasks.map((stored) => row(sessionId, stored)))}
+      tasks.length === 0 ? Effect.void : sql`INSERT INTO tasks ${sql.insert(tasks.map((stored) => taskRow(sessionId, stored)))}
         ON CONFLICT (session_id, id) DO UPDATE SET state = excluded.state, revision = excluded.revision, record = excluded.record,
         bytes = excluded.bytes, updated_at = excluded.updated_at`.pipe(Effect.asVoid, Effect.mapError(failedTo("write of tasks"))),
     remove: (sessionId, taskIds) =>
@@ -40,7 +40,8 @@ export class TaskStore extends Context.Tag("capsule-runtime/store/TaskStore")<Ta
   })
 }
 
-const row = (sessionId: string, { seq, task }: StoredTask) => {
+/** A task's row: the columns queried, and the whole record as JSON. */
+export const taskRow = (sessionId: string, { seq, task }: StoredTask) => {
   const record = JSON.stringify(task)
   return {
     session_id: sessionId,
