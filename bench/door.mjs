@@ -10,7 +10,25 @@
 // and the raw server, every request with `A2A-Version: 1.0`: send1 (JSON-RPC SendMessage, `/complete`,
 // returnImmediately), get1 (JSON-RPC GetTask of a known task), rest-send1 (POST /message:send, the
 // same SendMessageRequest), rest-get1 (GET /tasks/{id}); BENCH_GET_PAIRS rounds for the gets.
-// Knobs (environment): BENCH_PARTS=throughput,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=3  BENCH_SECONDS=2.5
+// Every message/send (SendMessage) carries its own messageId (autocannon's setupRequest numbers them):
+// the door's submit is idempotent per messageId (issue 20), so one fixed id would measure the
+// duplicate answer, not a new task.
+// Store part (issue 20's "Performance"): the durable store's cost. The echo capsule's door with
+// `--store sqlite:<fresh file>` and with `--store memory` (bench/store-door.mjs: `serve`'s session,
+// door and store layers around the echo capsule, which `serve` itself serves without a store), the
+// SDK 1.x server with its own SQLite task store and with its in-memory one (bench/sdk1-server.mjs
+// `--store`), and the CLI's own `serve` (echo, no store) as a check of the composition; each in its
+// own fresh MURMUR_HOME. Workloads, byte for byte the same for all (A2A 1.0 JSON-RPC): send =
+// SendMessage blocking (`/complete hi`; the answer must be the completed task), get = GetTask of a
+// working `/forever` task; BENCH_PAIRS (send) / BENCH_GET_PAIRS (get) rounds of one slice per server,
+// the order rotated each round. Targets: door sqlite/memory ≥ 0.7 on send; door sqlite/SDK sqlite ≥ 1.5.
+// Knobs: BENCH_STORE_WORKLOADS=send,get  BENCH_STORE_SERVERS=door-memory,door-journal,door-sqlite,sdk1-sqlite,sdk1-memory,door-serve
+// (door-journal: bench/store-door.mjs `--store journal-memory`, the durable path over tables in memory, no SQL)
+// BENCH_STORE_SDK_PRAGMAS=wal|default (the SDK's SQLite file: the door's WAL + synchronous=NORMAL, or SQLite's defaults)
+// BENCH_STORE_PROFILE=<dir> (the SQLite door runs with --cpu-prof into <dir>; summarise with bench/store-profile.mjs)
+// Statements and transactions per request of both SQLite stores: bench/store-count.mjs.
+// Every server started here gets a fresh temporary MURMUR_HOME (removed when it stops) and no MURMUR_STORE.
+// Knobs (environment): BENCH_PARTS=throughput,store,fanout,cancel,resource  BENCH_PAIRS=3  BENCH_GET_PAIRS=3  BENCH_SECONDS=2.5
 // BENCH_WARMUP=2  BENCH_CONNECTIONS=10  FANOUT_OBSERVERS=500  FANOUT_TASKS=10  FANOUT_CHUNKS=997
 // FANOUT_EVERY_MS=250  FANOUT_BATCH=25  FANOUT_TIMEOUT_S=150  FANOUT_PAIRS=3  CANCEL_N=200  BENCH_NODE_FLAGS (extra flags for the servers)
 // BENCH_WORKLOADS=mix,send,get,send1,get1,rest-send1,rest-get1 (which throughput workloads)
@@ -19,7 +37,7 @@
 // BENCH_OUT=<file> (default bench/results/door-<date>.json; parts not run this time are kept from an existing file)
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import http from "node:http"
 import os from "node:os"
 import { dirname, join } from "node:path"
@@ -30,7 +48,8 @@ const root = join(here, "..")
 const env = (name, fallback) => (process.env[name] === undefined || process.env[name] === "" ? fallback : process.env[name])
 const num = (name, fallback) => Number(env(name, fallback))
 
-const PARTS = new Set(env("BENCH_PARTS", "throughput,fanout,cancel,resource").split(","))
+const PARTS = new Set(env("BENCH_PARTS", "throughput,store,fanout,cancel,resource").split(","))
+for (const part of PARTS) if (!["throughput", "store", "fanout", "cancel", "resource"].includes(part)) throw new Error(`BENCH_PARTS: unknown part ${part}`)
 const PAIRS = num("BENCH_PAIRS", 3)
 const GET_PAIRS = num("BENCH_GET_PAIRS", 3)
 const SECONDS = num("BENCH_SECONDS", 2.5)
@@ -66,6 +85,12 @@ const WORKLOAD_LABELS = {
 }
 const DOOR_B = env("BENCH_DOOR_B", "")
 const DOOR_B_LABEL = env("BENCH_DOOR_B_LABEL", "doorB")
+const STORE_WORKLOADS = env("BENCH_STORE_WORKLOADS", "send,get").split(",").map((w) => w.trim()).filter(Boolean)
+const STORE_SERVERS = env("BENCH_STORE_SERVERS", "door-memory,door-journal,door-sqlite,sdk1-sqlite,sdk1-memory,door-serve").split(",").map((w) => w.trim()).filter(Boolean)
+const STORE_SDK_PRAGMAS = env("BENCH_STORE_SDK_PRAGMAS", "wal")
+const STORE_PROFILE = env("BENCH_STORE_PROFILE", "")
+/** Issue 20's targets: the SQLite door over the memory door (message/send), and over the SDK 1.x server with its SQLite store. */
+const STORE_TARGETS = { sqliteOverMemory: 0.7, sqliteOverSdk1Sqlite: 1.5 }
 const load1 = () => round(os.loadavg()[0])
 
 const log = (...args) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...args)
@@ -75,10 +100,19 @@ const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits
 // ---------------------------------------------------------------------------------------------
 // Child servers
 
-/** Starts `node <args>` and waits for its {"event":"listening"} line on stdout. */
-const startServer = (name, args) =>
+/**
+ * Starts `node <args>` and waits for its {"event":"listening"} line on stdout. Each server has a
+ * fresh MURMUR_HOME of its own (a temporary directory, removed once it stopped; `args` may be a
+ * function of it), so no run reads or leaves a store in the user's, and MURMUR_STORE is unset.
+ */
+const startServer = (name, args, { nodeFlags = [] } = {}) =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    const home = mkdtempSync(join(os.tmpdir(), `bench-${name}-home-`))
+    const childEnv = { ...process.env, MURMUR_HOME: home }
+    delete childEnv.MURMUR_STORE
+    const argv = typeof args === "function" ? args(home) : args
+    const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeFlags, ...argv], { cwd: root, env: childEnv, stdio: ["ignore", "pipe", "pipe"] })
+    const removeHome = () => rmSync(home, { recursive: true, force: true })
     let out = ""
     let err = ""
     const timer = setTimeout(() => reject(new Error(`${name} did not start: ${err}`)), 15_000)
@@ -87,6 +121,7 @@ const startServer = (name, args) =>
     })
     child.on("exit", (code) => {
       clearTimeout(timer)
+      removeHome()
       reject(new Error(`${name} exited (${code}): ${err}`))
     })
     child.stdout.on("data", (chunk) => {
@@ -101,12 +136,16 @@ const startServer = (name, args) =>
         ...info,
         name,
         child,
+        home,
         stderr: () => err,
         stop: () =>
           new Promise((done) => {
             if (child.exitCode !== null) return done()
             child.removeAllListeners("exit")
-            child.on("exit", () => done())
+            child.on("exit", () => {
+              removeHome()
+              done()
+            })
             child.kill("SIGTERM")
             setTimeout(() => child.kill("SIGKILL"), 6_000).unref()
           })
@@ -146,6 +185,21 @@ const rpc = (url, method, params, { headers = {} } = {}) =>
 
 const message = (text, i = 0) => ({ message: { messageId: `bench-${i}`, role: "user", parts: [{ text }] } })
 
+/**
+ * A message/send (SendMessage) request whose messageId ("bench-0" in its body) is new in every
+ * request autocannon sends (`setupRequest`, which it calls per request): the door answers a second
+ * send with the same messageId with the first task (idempotent submit), so a fixed id would
+ * measure that duplicate answer instead of a new task. The same for every server, baselines included.
+ */
+let messageSeq = 0
+const uniqueIds = (request) => {
+  const at = request.body.indexOf(`"bench-0"`)
+  if (at < 0) throw new Error(`no "bench-0" messageId in ${request.body}`)
+  const head = request.body.slice(0, at + 1)
+  const tail = request.body.slice(at + `"bench-0`.length)
+  return { ...request, setupRequest: (req) => ({ ...req, body: `${head}m${(++messageSeq).toString(36)}${tail}` }) }
+}
+
 const percentile = (sorted, p) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))])
 const summarize = (values) => {
   const sorted = Float64Array.from(values).sort()
@@ -179,7 +233,7 @@ const cannon = (url, requests, seconds, check) =>
 
 const workloads = (knownId) => {
   const headers = { "content-type": "application/json" }
-  const send = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: message("/complete hi") }) }
+  const send = uniqueIds({ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: message("/complete hi") }) })
   const get = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: knownId } }) }
   return { mix: [send, get], send: [send], get: [get] }
 }
@@ -193,9 +247,9 @@ const v1Workloads = (knownId) => {
   const headers = { "content-type": "application/json", "a2a-version": "1.0" }
   const sendParams = { message: { messageId: "bench-0", role: "ROLE_USER", parts: [{ text: "/complete hi" }] }, configuration: { returnImmediately: true } }
   return {
-    send1: [{ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: sendParams }) }],
+    send1: [uniqueIds({ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: sendParams }) })],
     get1: [{ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: knownId } }) }],
-    "rest-send1": [{ method: "POST", path: "/message:send", headers, body: JSON.stringify(sendParams) }],
+    "rest-send1": [uniqueIds({ method: "POST", path: "/message:send", headers, body: JSON.stringify(sendParams) })],
     "rest-get1": [{ method: "GET", path: `/tasks/${encodeURIComponent(knownId)}`, headers: { "a2a-version": "1.0" } }]
   }
 }
@@ -218,7 +272,7 @@ const sdkWorkloads = (knownId) => {
     message: { kind: "message", messageId: "bench-0", role: "user", parts: [{ kind: "text", text: "/complete hi" }] },
     configuration: { blocking: false }
   }
-  const send = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params }) }
+  const send = uniqueIds({ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params }) })
   const get = { method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: knownId } }) }
   return { mix: [send, get], send: [send], get: [get] }
 }
@@ -231,6 +285,9 @@ const answered = (kind, status, text) => {
   if (status !== 200 || text.includes(`"rejected"`) || text.includes("TASK_STATE_REJECTED") || text.includes("TASK_STATE_FAILED")) return false
   if (kind === "rest-send1") return text.startsWith(`{"task":`)
   if (kind === "rest-get1") return text.startsWith(`{"id":`)
+  // The store part: a blocking SendMessage answers the completed task; GetTask the working one.
+  if (kind === "store-send") return text.includes(`"result"`) && !text.includes(`"error":`) && text.includes("TASK_STATE_COMPLETED")
+  if (kind === "store-get") return text.includes(`"result"`) && !text.includes(`"error":`) && text.includes("TASK_STATE_WORKING")
   return text.includes(`"result"`) && !(V1_WORKLOADS.has(kind) && text.includes(`"error":`))
 }
 
@@ -414,6 +471,146 @@ const throughput = async () => {
     await raw?.stop()
     await sdk?.stop()
     await sdk1?.stop()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1b. The durable store's cost (issue 20): message/send blocking and tasks/get, the door with its
+// SQLite store and in memory, the SDK 1.x server with its SQLite store (and in memory), interleaved
+
+/** The store part's servers, by name; each started in its own fresh MURMUR_HOME (startServer). */
+const STORE_SERVER_KINDS = {
+  // `--max-active`/`--queue-depth` as every door here gets them (startDoor).
+  "door-memory": { label: "door memory", start: () => startServer("door-memory", ["bench/store-door.mjs", "--store", "memory", "--max-active", "100000", "--queue-depth", "100000"]) },
+  // The durable path (journal, group commit, nothing visible before it is committed) over tables held in memory: no SQL.
+  "door-journal": { label: "door journal-memory", start: () => startServer("door-journal", ["bench/store-door.mjs", "--store", "journal-memory", "--max-active", "100000", "--queue-depth", "100000"]) },
+  "door-sqlite": {
+    label: "door sqlite",
+    start: () =>
+      startServer("door-sqlite", (home) => ["bench/store-door.mjs", "--store", `sqlite:${join(home, "store.db")}`, "--max-active", "100000", "--queue-depth", "100000"], {
+        nodeFlags: STORE_PROFILE === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${STORE_PROFILE}`]
+      }),
+    file: (server) => join(server.home, "store.db")
+  },
+  "sdk1-sqlite": {
+    label: "sdk1 sqlite",
+    start: () => startServer("sdk1-sqlite", (home) => ["bench/sdk1-server.mjs", "--store", `sqlite:${join(home, "a2a.db")}`, "--sqlite-pragmas", STORE_SDK_PRAGMAS]),
+    file: (server) => join(server.home, "a2a.db")
+  },
+  "sdk1-memory": { label: "sdk1 memory", start: () => startServer("sdk1-memory", ["bench/sdk1-server.mjs"]) },
+  // The CLI's own door (`serve`, the echo capsule, no store): that bench/store-door.mjs's memory door is the same door.
+  "door-serve": { label: "serve (CLI)", start: () => startDoor([], "dist/main.js", "door-serve") }
+}
+for (const name of STORE_SERVERS) if (STORE_SERVER_KINDS[name] === undefined) throw new Error(`BENCH_STORE_SERVERS: unknown server ${name}`)
+for (const w of STORE_WORKLOADS) if (w !== "send" && w !== "get") throw new Error(`BENCH_STORE_WORKLOADS: unknown workload ${w}`)
+const STORE_LABELS = { send: "message/send blocking (1.0 SendMessage, /complete)", get: "tasks/get (1.0 GetTask, a working task)" }
+
+/** The store part's requests, byte for byte the same for every server: A2A 1.0 JSON-RPC. */
+const storeWorkloads = (knownId) => {
+  const headers = { "content-type": "application/json", "a2a-version": "1.0" }
+  const params = { message: { messageId: "bench-0", role: "ROLE_USER", parts: [{ text: "/complete hi" }] }, configuration: { returnImmediately: false } }
+  return {
+    send: [uniqueIds({ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params }) })],
+    get: [{ method: "POST", path: "/", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: knownId } }) }]
+  }
+}
+
+/** Bytes of a SQLite file with its WAL beside it (0 for what is not there). */
+const sqliteBytes = (file) => {
+  let total = 0
+  for (const f of [file, `${file}-wal`]) {
+    try {
+      total += statSync(f).size
+    } catch {}
+  }
+  return total
+}
+
+/**
+ * All servers side by side, idle but for the slice being measured: per workload a checked warm-up
+ * of each, then rounds of one slice per server, the order rotated by one each round (so none always
+ * runs first or right after another). Ratios are of mean req/s over the rounds; per-round ratios
+ * are kept beside them.
+ */
+const storeCost = async () => {
+  if (STORE_PROFILE !== "") mkdirSync(STORE_PROFILE, { recursive: true })
+  const servers = {}
+  try {
+    for (const name of STORE_SERVERS) servers[name] = await STORE_SERVER_KINDS[name].start()
+    const loads = {}
+    for (const name of STORE_SERVERS) {
+      const s = servers[name]
+      loads[name] = storeWorkloads(s.known_task ?? await seedV1(s.url))
+    }
+    const out = { date: new Date().toISOString(), servers: STORE_SERVERS, sdkPragmas: STORE_SDK_PRAGMAS, workloads: STORE_WORKLOADS, targets: STORE_TARGETS }
+    for (const kind of STORE_WORKLOADS) {
+      const loadAtStart = load1()
+      const bytes = {}
+      for (const name of STORE_SERVERS) bytes[name] = await warmUp(servers[name], loads[name][kind], `store-${kind}`)
+      const rounds = []
+      const n = kind === "get" ? GET_PAIRS : PAIRS
+      for (let i = 0; i < n; i++) {
+        const shift = i % STORE_SERVERS.length
+        const order = [...STORE_SERVERS.slice(shift), ...STORE_SERVERS.slice(0, shift)]
+        const round_ = { order }
+        for (const name of order) round_[name] = await measure(servers[name], loads[name][kind])
+        round_.load1 = load1()
+        const ratio = (a, b) => (round_[a] !== undefined && round_[b] !== undefined ? round_[a].rps / round_[b].rps : undefined)
+        round_.sqliteOverMemory = ratio("door-sqlite", "door-memory")
+        round_.sqliteOverSdk1Sqlite = ratio("door-sqlite", "sdk1-sqlite")
+        rounds.push(round_)
+        log(`store ${kind} round ${i + 1} (load ${round_.load1}): ` +
+          STORE_SERVERS.map((name) => `${STORE_SERVER_KINDS[name].label} ${Math.round(round_[name].rps)} req/s (${round(round_[name].serverCpuUsPerReq, 1)} µs CPU/req)`).join(", ") +
+          (round_.sqliteOverMemory === undefined ? "" : `; door sqlite/memory ${round(round_.sqliteOverMemory)}`) +
+          (round_.sqliteOverSdk1Sqlite === undefined ? "" : `; door sqlite/sdk1 sqlite ${round(round_.sqliteOverSdk1Sqlite)}`))
+      }
+      const mean = (f) => rounds.reduce((sum, r) => sum + f(r), 0) / rounds.length
+      const per = {}
+      for (const name of STORE_SERVERS) {
+        per[name] = {
+          label: STORE_SERVER_KINDS[name].label,
+          rps: mean((r) => r[name].rps),
+          cpuUsPerReq: mean((r) => r[name].serverCpuUsPerReq),
+          cpuShare: mean((r) => r[name].serverCpuShare),
+          p50ms: mean((r) => r[name].p50ms),
+          p99ms: mean((r) => r[name].p99ms),
+          responseBytes: bytes[name]
+        }
+      }
+      const ratioOf = (a, b) => (per[a] !== undefined && per[b] !== undefined ? per[a].rps / per[b].rps : undefined)
+      const w = {
+        workload: kind,
+        label: STORE_LABELS[kind],
+        loadAtStart,
+        request: loads[STORE_SERVERS[0]][kind][0],
+        servers: per,
+        sqliteOverMemory: ratioOf("door-sqlite", "door-memory"),
+        sqliteOverMemoryRounds: rounds.map((r) => r.sqliteOverMemory),
+        sqliteOverSdk1Sqlite: ratioOf("door-sqlite", "sdk1-sqlite"),
+        sqliteOverSdk1SqliteRounds: rounds.map((r) => r.sqliteOverSdk1Sqlite),
+        sdk1SqliteOverMemory: ratioOf("sdk1-sqlite", "sdk1-memory"),
+        memoryOverServe: ratioOf("door-memory", "door-serve"),
+        // The journal's path alone (tables in memory) over the memory door, and the SQLite door over it: the two parts of the store's cost.
+        journalOverMemory: ratioOf("door-journal", "door-memory"),
+        sqliteOverJournal: ratioOf("door-sqlite", "door-journal"),
+        // CPU per request of the SQLite door over the memory door's: what the store adds to each request.
+        sqliteCpuOverMemory: per["door-sqlite"] !== undefined && per["door-memory"] !== undefined ? per["door-sqlite"].cpuUsPerReq / per["door-memory"].cpuUsPerReq : undefined,
+        rounds
+      }
+      w.targets = {
+        ...(kind === "send" && w.sqliteOverMemory !== undefined ? { sqliteOverMemory: { target: STORE_TARGETS.sqliteOverMemory, met: w.sqliteOverMemory >= STORE_TARGETS.sqliteOverMemory } } : {}),
+        ...(w.sqliteOverSdk1Sqlite !== undefined ? { sqliteOverSdk1Sqlite: { target: STORE_TARGETS.sqliteOverSdk1Sqlite, met: w.sqliteOverSdk1Sqlite >= STORE_TARGETS.sqliteOverSdk1Sqlite } } : {})
+      }
+      out[kind] = w
+    }
+    out.fileBytes = {}
+    for (const name of STORE_SERVERS) {
+      const file = STORE_SERVER_KINDS[name].file
+      if (file !== undefined) out.fileBytes[name] = sqliteBytes(file(servers[name]))
+    }
+    return out
+  } finally {
+    for (const s of Object.values(servers)) await s.stop()
   }
 }
 
@@ -695,6 +892,7 @@ const main = async () => {
     settings: { connections: CONNECTIONS, sliceSeconds: SECONDS, warmupSeconds: WARMUP, mixPairs: PAIRS, getPairs: GET_PAIRS, nodeFlags: NODE_FLAGS }
   }
   if (PARTS.has("throughput")) results.throughput = await throughput()
+  if (PARTS.has("store")) results.store = await storeCost()
   if (PARTS.has("fanout")) results.fanout = await fanout()
   if (PARTS.has("cancel")) results.cancel = await cancelLatency()
   if (PARTS.has("resource")) results.resource = await resourceRead()
@@ -720,6 +918,24 @@ const main = async () => {
       rows.push([`throughput ${label}, ${CONNECTIONS} conns`, `door ${Math.round(w.doorRps)} req/s, sdk1 ${Math.round(w.sdk1Rps)} req/s`, `door/sdk1 ${round(w.sdk1Ratio, 3)} (rounds ${w.sdk1Ratios.map((r) => round(r)).join(", ")}; target ≥ ${w.target}: ${w.targetMet ? "met" : "MISSED"}); server CPU/req door ${round(w.doorCpuUsPerReq, 1)} µs, sdk1 ${round(w.sdk1CpuUsPerReq, 1)} µs; p99 door ${round(w.doorP99ms)} ms, sdk1 ${round(w.sdk1P99ms)} ms`])
     }
   }
+  const st = results.store
+  if (st) {
+    for (const kind of st.workloads) {
+      const w = st[kind]
+      const servers = w.servers
+      const fig = (name) => `${servers[name].label} ${Math.round(servers[name].rps)} req/s (${round(servers[name].cpuUsPerReq, 1)} µs CPU/req, p99 ${round(servers[name].p99ms)} ms)`
+      const verdict = (key) => (w.targets[key] === undefined ? "" : `; target ≥ ${w.targets[key].target}: ${w.targets[key].met ? "met" : "MISSED"}`)
+      const ratios = [
+        w.sqliteOverMemory === undefined ? undefined : `door sqlite/memory ${round(w.sqliteOverMemory, 3)} (rounds ${w.sqliteOverMemoryRounds.map((r) => round(r)).join(", ")}${verdict("sqliteOverMemory")})`,
+        w.sqliteOverSdk1Sqlite === undefined ? undefined : `door sqlite/sdk1 sqlite ${round(w.sqliteOverSdk1Sqlite, 3)} (rounds ${w.sqliteOverSdk1SqliteRounds.map((r) => round(r)).join(", ")}${verdict("sqliteOverSdk1Sqlite")})`,
+        w.sqliteCpuOverMemory === undefined ? undefined : `CPU/req door sqlite/memory ${round(w.sqliteCpuOverMemory)}`,
+        w.sdk1SqliteOverMemory === undefined ? undefined : `sdk1 sqlite/memory ${round(w.sdk1SqliteOverMemory)}`,
+        w.journalOverMemory === undefined ? undefined : `door journal-memory/memory ${round(w.journalOverMemory)}, sqlite/journal-memory ${round(w.sqliteOverJournal)}`,
+        w.memoryOverServe === undefined ? undefined : `door memory/serve ${round(w.memoryOverServe)}`
+      ].filter((x) => x !== undefined)
+      rows.push([`store: ${w.label}, ${CONNECTIONS} conns`, st.servers.map(fig).join(", "), ratios.join("; ")])
+    }
+  }
   const f = results.fanout
   if (f) {
     rows.push([`SSE fan-out ${f.observers} observers x ${f.frames} frames, ${f.pairs.length} pairs`, `door lost ${f.lost}, duplicated ${f.duplicated}, lagged ${f.laggedEvents} (${f.laggedObservers} observers), complete ${f.complete}/${f.observers}${f.undelivered > 0 ? `, ${f.undelivered} undelivered at timeout` : ""}`, `server CPU/delivery door ${round(f.doorCpuUsPerDelivery)} µs, raw ${round(f.rawCpuUsPerDelivery)} µs (door/raw ${round(f.cpuRatio)}; pairs ${f.pairs.map((p) => round(p.cpuRatio)).join(", ")}); latency median p50/p99 door ${round(f.doorP50ms)}/${round(f.doorP99ms)} ms, raw ${round(f.rawP50ms)}/${round(f.rawP99ms)} ms; emitted door ${Math.round(f.doorEmitRate)}, raw ${Math.round(f.rawEmitRate)} frames/s`])
@@ -742,7 +958,7 @@ const main = async () => {
   try {
     kept = JSON.parse(readFileSync(file, "utf8"))
   } catch {}
-  for (const part of ["throughput", "fanout", "cancel", "resource"]) {
+  for (const part of ["throughput", "store", "fanout", "cancel", "resource"]) {
     if (results[part] === undefined && kept[part] !== undefined) results[part] = { ...kept[part], date: kept[part].date ?? kept.date }
   }
   // Likewise throughput workloads not run this time (each keeps the date of the run that measured it).
