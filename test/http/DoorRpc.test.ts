@@ -692,7 +692,7 @@ describe("headers", () => {
     const result = reply.body.result
     expect(result.status.state).toBe("submitted")
     const task = await doors.door!.run(doors.door!.registry.get(result.id))
-    expect(task.provenance).toEqual({ origin: "completion", trust: "untrusted", delegationId: "dlg_MixedCase", traceparent })
+    expect(task.provenance).toEqual({ origin: "completion", trust: "untrusted", delegationId: "dlg_MixedCase", traceparent, principal: "anonymous" })
     expect(task.lane).toBe("bg")
   })
 
@@ -701,7 +701,7 @@ describe("headers", () => {
     const traceparent = "00-AbCdEf0123456789aBcDeF0123456789-0123456789AbCdEf-01"
     const result = await sendRef(url, "/complete", { traceparent, "x-murmur-delegation-id": "dlg_x", "x-murmur-task-origin": "peer" })
     const task = await doors.door!.run(doors.door!.registry.get(result.id))
-    expect(task.provenance).toEqual({ origin: "peer", trust: "untrusted", traceparent })
+    expect(task.provenance).toEqual({ origin: "peer", trust: "untrusted", traceparent, principal: "anonymous" })
     expect(task.lane).toBe("peer")
   })
 

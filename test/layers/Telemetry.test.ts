@@ -149,7 +149,7 @@ describe("TelemetryLive", () => {
       // The child exports from its own process: under load its batch can land after the parent's exit.
       const spanOf = (capsule: string, origin?: string) =>
         otlp.spans.some((span) => span.name === "TaskRunner.execute" && attribute(span, "capsule") === capsule && (origin === undefined || attribute(span, "origin") === origin))
-      for (let waited = 0; waited < 10_000 && !(spanOf("hello") && spanOf("delegation", "completion")); waited += 100) {
+      for (let waited = 0; waited < 30_000 && !(spanOf("hello") && spanOf("delegation", "completion")); waited += 100) {
         await new Promise((done) => setTimeout(done, 100))
       }
       const executes = otlp.spans.filter((span) => span.name === "TaskRunner.execute")
