@@ -20,6 +20,7 @@
 import { existsSync, lstatSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
+import { processAlive } from "../services/ProcessAlive.js"
 import { RECORDS_UNDER } from "./SessionWorkdirs.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
@@ -32,23 +33,13 @@ export interface Pruned {
   readonly deleted: ReadonlyArray<string>
 }
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    // EPERM: alive, but another user's.
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
 const LIVE = ".murmur/live"
 
 /** The session's marker names a process that is still running. */
 const running = (capsuleDir: string, session: string): boolean => {
   try {
     const pid = Number((WorkdirFs.read(capsuleDir, `${LIVE}/${session}`) ?? "").trim())
-    return Number.isInteger(pid) && pid > 0 && alive(pid)
+    return Number.isInteger(pid) && pid > 0 && processAlive(pid)
   } catch {
     return false
   }

@@ -23,6 +23,9 @@ export interface PushConfig {
   readonly version: "0.3" | "1.0"
 }
 
+/** One config's key in maps of configs: its task and its id. */
+export const pushConfigKey = (taskId: string, configId: string) => `${taskId}\u0000${configId}`
+
 export interface PushLimits {
   readonly perTask: number
   readonly perSession: number

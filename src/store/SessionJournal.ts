@@ -10,6 +10,7 @@
  */
 import { Deferred, Duration, Effect, Exit, FiberId, Queue, Schedule } from "effect"
 import type { JournalService, Recovered, StoredPushConfig, StoredTask } from "../services/Journal.js"
+import { pushConfigKey } from "../services/PushConfigs.js"
 import type { Frame } from "../services/TaskEvent.js"
 import { BatchWriter } from "./BatchWriter.js"
 import { FrameStore } from "./FrameStore.js"
@@ -107,8 +108,8 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
         ),
         Effect.retry(retryDelays),
         Effect.orDie,
+        Effect.zipRight(Effect.suspend(() => (failing ? Effect.logInfo("store commit succeeded again") : Effect.void))),
         Effect.zipRight(Effect.sync(() => {
-          if (failing) Effect.runFork(Effect.logInfo("store commit succeeded again"))
           failing = false
           inflight = undefined
           listener(batch.frames)
@@ -124,7 +125,6 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
     // Runs before the writer is interrupted (finalizers run in reverse): the session's last changes are kept.
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout(closingFlushMs), Effect.ignoreLogged))
 
-    const pushKey = (taskId: string, configId: string) => `${taskId}\u0000${configId}`
 
     return {
       durable: true,
@@ -136,12 +136,12 @@ export const makeSessionJournal = (sessionId: string, recovered: Recovered) =>
         batch.forgets.add(taskId)
       },
       frame: (frame) => void staging().frames.push(frame),
-      pushConfig: (config) => void staging().pushPut.set(pushKey(config.taskId, config.configId), config),
+      pushConfig: (config) => void staging().pushPut.set(pushConfigKey(config.taskId, config.configId), config),
       removePushConfig: (taskId, configId) => {
         const batch = staging()
         if (configId === "*") {
           for (const [key, config] of batch.pushPut) if (config.taskId === taskId) batch.pushPut.delete(key)
-        } else batch.pushPut.delete(pushKey(taskId, configId))
+        } else batch.pushPut.delete(pushConfigKey(taskId, configId))
         batch.pushRemove.push([taskId, configId])
       },
       afterCommit: (effect) => {

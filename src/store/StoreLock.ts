@@ -7,17 +7,10 @@
  */
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs"
 import { Effect } from "effect"
+import { processAlive } from "../services/ProcessAlive.js"
 import { StoreRefused } from "./StoreError.js"
 
-const alive = (pid: number): boolean => {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
+const alive = (pid: number): boolean => Number.isInteger(pid) && pid > 0 && processAlive(pid)
 
 const ownerOf = (lock: string): number | undefined => {
   try {

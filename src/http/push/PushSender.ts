@@ -16,7 +16,7 @@ import { Duration, Effect, Fiber, Schedule } from "effect"
 import { a2aEvents, a2aTask } from "../A2aWire.js"
 import { EventLog, type LogItem, type Subscription } from "../../services/EventLog.js"
 import type { PushConfig } from "../../services/PushConfigs.js"
-import { PushConfigs } from "../../services/PushConfigs.js"
+import { pushConfigKey, PushConfigs } from "../../services/PushConfigs.js"
 import { SessionRecord } from "../../services/SessionRecord.js"
 import { isTerminal, type Task } from "../../services/Task.js"
 import { TaskRegistry } from "../../services/TaskRegistry.js"
@@ -101,7 +101,7 @@ export const makePushSender = (settings: PushSettings) =>
     const scope = yield* Effect.scope
     /** The running worker of each config, by task and config id. */
     const workers = new Map<string, { readonly config: PushConfig; fiber?: Fiber.RuntimeFiber<void> }>()
-    const keyOf = (config: PushConfig) => `${config.taskId}\u0000${config.id}`
+    const keyOf = (config: PushConfig) => pushConfigKey(config.taskId, config.id)
 
     /** One update, tried until it is delivered, refused for good, or out of attempts; each traced once. */
     const deliver = (config: PushConfig, host: string, body: string) => {
@@ -192,7 +192,7 @@ export const makePushSender = (settings: PushSettings) =>
 
     const stop = (taskId: string, configId: string): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const key = `${taskId}\u0000${configId}`
+        const key = pushConfigKey(taskId, configId)
         const entry = workers.get(key)
         workers.delete(key)
         return entry?.fiber === undefined ? Effect.void : Fiber.interrupt(entry.fiber)
