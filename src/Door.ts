@@ -37,6 +37,7 @@ import * as server from "./layers/DoorServer.js"
 import * as grpc from "./layers/GrpcDoor.js"
 import type { Session } from "./layers/Session.js"
 import type { DoorAddress } from "./services/DoorAddress.js"
+import { SessionPort } from "./services/SessionPort.js"
 
 /**
  * The door's settings: bind address, body and header limits, read timeouts, stream limits,
@@ -137,7 +138,7 @@ export const router: Effect.Effect<HttpApp.Default<unknown, never>, never, Scope
   makeDoorApp,
   DoorDispatch,
   makeDispatch
-)
+).pipe(Effect.provide(SessionPort.layerLocal))
 
 /**
  * The runtime's own Node HTTP server, with the door's header limits and read timeouts, bound at

@@ -3,20 +3,30 @@
  * built-in echo capsule; with one, that script or agent capsule (../layers/Directory.ts). With
  * `--json`, stdout carries exactly one line once the door listens.
  */
-import { Args, Command } from "@effect/cli"
+import { Args, Command, Options } from "@effect/cli"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Either, Layer, Option } from "effect"
 import { CapsuleRuntime, Door, DoorAddress, SessionIdentity } from "../index.js"
 import { prepareDirectory } from "../layers/Directory.js"
+import { serveFleet } from "./ServeFleet.js"
 import { withStore } from "./StoreFlag.js"
 import { parseStore, type StoreSpec } from "../layers/Store.js"
 import { reloadOnHangup, warnPublicDoor } from "./DoorAccess.js"
 import { bindFailureMessage, type DoorPort, doorPort, grpcBindFailureMessage } from "./DoorPort.js"
-import { existingArg } from "./Flags.js"
+import { existingArg, integerFlag, textFlag } from "./Flags.js"
 import { resolveAuthToken } from "./AuthToken.js"
 import * as Flags from "./SessionFlags.js"
 
-const dir = existingArg("dir", "directory", "A capsule directory (script or agent); without one, the built-in echo capsule").pipe(Args.optional)
+const dir = existingArg("dir", "directory", "A capsule directory (script or agent); without one, the built-in echo capsule; with --cluster, every directory the fleet serves").pipe(Args.repeated)
+const cluster = textFlag("cluster", "URL", "Run as one runner of a fleet whose sessions, tasks and cluster state are in this PostgreSQL database (postgres://…)").pipe(Options.optional)
+const runnerAddress = textFlag("runner-address", "HOST:PORT", "With --cluster: where the other runners reach this one (it listens there)").pipe(Options.optional)
+const publicUrl = textFlag("public-url", "URL", "With --cluster: the base URL clients reach the fleet at; the cards say <url>s/<session>/ (default this runner's door)").pipe(Options.optional)
+const runnerCapacity = integerFlag("runner-capacity", {
+  min: 1,
+  placeholder: "N",
+  description: "With --cluster: the most tasks this runner runs at once across all its sessions (default 64)"
+}).pipe(Options.withDefault(64))
+const sessions = integerFlag("sessions", { min: 1, placeholder: "N", description: "With --cluster: sessions per capsule directory (default 1)" }).pipe(Options.withDefault(1))
 const { authToken, cardSigningKey, cardSigningKid, grpcPort, host, json, keepSessions, port, pushAllow, store, tokensFile, workdir, acceptance } = Flags
 
 /** Serves `session` until interrupted, after the listening line(s). */
@@ -58,7 +68,12 @@ export const serveCommand = Command.make("serve", {
   pushAllow,
   cardSigningKey,
   cardSigningKid,
-  store
+  store,
+  cluster,
+  runnerAddress,
+  publicUrl,
+  sessions,
+  runnerCapacity
 }, (options) =>
   Effect.gen(function*() {
     const token = Option.getOrUndefined(yield* resolveAuthToken(options.authToken))
@@ -95,8 +110,26 @@ export const serveCommand = Command.make("serve", {
         Effect.catchTag("GrpcBindError", (error) =>
           Flags.reportLaunchFailure("E-RUN-010", grpcBindFailureMessage(error as Door.GrpcBindError), options.json))
       )
-    if (Option.isNone(options.dir)) return yield* served(CapsuleRuntime.layerEcho(session), doorPort(options.port, undefined), {})
-    const directory = options.dir.value
+    if (Option.isSome(options.cluster)) {
+      if (Option.isNone(options.runnerAddress)) return yield* Flags.reportLaunchFailure("E-RUN-010", "--cluster needs --runner-address HOST:PORT: where the other runners reach this one", options.json)
+      if (options.dir.length === 0) return yield* Flags.reportLaunchFailure("E-RUN-010", "--cluster needs the capsule directories the fleet serves (the same on every runner)", options.json)
+      if (Option.isSome(options.grpcPort)) return yield* Flags.reportLaunchFailure("E-RUN-010", "--grpc-port is not served by a fleet runner yet: its gateway speaks JSON-RPC and HTTP+JSON", options.json)
+      if (Option.isSome(options.store)) return yield* Flags.reportLaunchFailure("E-RUN-030", "--store (or MURMUR_STORE) is not taken with --cluster: a fleet keeps everything in the --cluster database", options.json)
+      const fleet = serveFleet({
+        cluster: options.cluster.value,
+        runnerAddress: options.runnerAddress.value,
+        publicUrl: Option.getOrUndefined(options.publicUrl),
+        sessions: options.sessions,
+        runnerCapacity: options.runnerCapacity,
+        directories: options.dir,
+        port: options.port,
+        json: options.json
+      }, door, session)
+      return yield* Flags.launching(fleet, options.json, 1)
+    }
+    const [directory, ...more] = options.dir
+    if (more.length > 0) return yield* Flags.reportLaunchFailure("E-RUN-010", "serve takes one capsule directory; several are served by a fleet (--cluster)", options.json)
+    if (directory === undefined) return yield* served(CapsuleRuntime.layerEcho(session), doorPort(options.port, undefined), {})
     const spec = Option.match(options.store, { onNone: () => Either.right<StoreSpec>({ _tag: "Default" }), onSome: parseStore })
     if (Either.isLeft(spec)) return yield* Flags.reportLaunchFailure("E-RUN-030", spec.left, options.json)
     return yield* Effect.gen(function*() {

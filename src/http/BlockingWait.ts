@@ -7,12 +7,12 @@
  */
 import { Effect, Option } from "effect"
 import type { Task } from "../services/Task.js"
-import type { TaskRegistry } from "../services/TaskRegistry.js"
+import type { PortStats, SessionPort } from "../services/SessionPort.js"
 
 const seconds = (ms: number) => `${ms / 1000}s`
 
 /** Why a blocking wait answered before the task settled, said from the registry's counters. */
-const earlyMessage = (task: Task, waitedMs: number, stats: Effect.Effect.Success<ReturnType<TaskRegistry["Type"]["stats"]>>) => {
+const earlyMessage = (task: Task, waitedMs: number, stats: PortStats) => {
   const bound = `${seconds(waitedMs)} (serve --blocking-timeout)`
   const follow = "follow it with tasks/get or tasks/resubscribe"
   if (task.state !== "submitted") return `still ${task.state} after ${bound}; it runs on: ${follow}`
@@ -22,7 +22,7 @@ const earlyMessage = (task: Task, waitedMs: number, stats: Effect.Effect.Success
 }
 
 /** The task once settled, or as it stands after `timeoutMs` with the reason as its status message. */
-export const settledWithin = (registry: TaskRegistry["Type"], taskId: string, timeoutMs: number) =>
+export const settledWithin = (registry: SessionPort["Type"], taskId: string, timeoutMs: number) =>
   registry.awaitSettled(taskId).pipe(
     Effect.timeoutOption(timeoutMs),
     Effect.flatMap(Option.match({

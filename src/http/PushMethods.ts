@@ -8,8 +8,8 @@
 import { Effect } from "effect"
 import { checkTarget, resolveTarget } from "./push/PushTarget.js"
 import { makePushSender } from "./push/PushSender.js"
-import { EventLog } from "../services/EventLog.js"
 import { PushConfigNotFound, PushConfigs } from "../services/PushConfigs.js"
+import { SessionPort } from "../services/SessionPort.js"
 import { isTerminal, type Task } from "../services/Task.js"
 import type { TaskNotFound } from "../services/TaskRegistry.js"
 import type { CallContext } from "./CallContext.js"
@@ -21,7 +21,7 @@ import { json, type Method } from "./Method.js"
 export const makePushMethods = (lookup: (call: CallContext, taskId: string) => Effect.Effect<Task, TaskNotFound>) =>
   Effect.gen(function*() {
     const configs = yield* PushConfigs
-    const log = yield* EventLog
+    const log = yield* SessionPort
     const door = yield* DoorConfig
     const sender = yield* makePushSender({
       allow: door.pushAllow,
@@ -112,16 +112,34 @@ export const makePushMethods = (lookup: (call: CallContext, taskId: string) => E
         return json(null)
       })
 
-    const methods: ReadonlyArray<readonly [string, Method]> = [
-      ["tasks/pushNotificationConfig/set", create],
-      ["tasks/pushNotificationConfig/get", get],
-      ["tasks/pushNotificationConfig/list", list],
-      ["tasks/pushNotificationConfig/delete", remove],
-      ["CreateTaskPushNotificationConfig", create],
-      ["GetTaskPushNotificationConfig", get],
-      ["ListTaskPushNotificationConfigs", list],
-      ["DeleteTaskPushNotificationConfig", remove]
-    ]
-    return { methods, prepare, attach }
+    return { methods: pushMethodTable(create, get, list, remove), prepare, attach }
   })
+
+const pushMethodTable = (create: Method, get: Method, list: Method, remove: Method): ReadonlyArray<readonly [string, Method]> => [
+  ["tasks/pushNotificationConfig/set", create],
+  ["tasks/pushNotificationConfig/get", get],
+  ["tasks/pushNotificationConfig/list", list],
+  ["tasks/pushNotificationConfig/delete", remove],
+  ["CreateTaskPushNotificationConfig", create],
+  ["GetTaskPushNotificationConfig", get],
+  ["ListTaskPushNotificationConfigs", list],
+  ["DeleteTaskPushNotificationConfig", remove]
+]
+
+/**
+ * The push methods of a door without the session's push configs (a fleet's gateway serving a
+ * session another runner owns): each one, and a message that brings a config, is refused before
+ * anything changes, rather than kept where no other door would find it.
+ */
+export const pushNotKept = (sessionId: string) => {
+  const refused = Effect.fail(new UnsupportedOperation({
+    detail: `push notification configs of session ${sessionId} are kept by the runner that owns it, and this runner serves it from elsewhere: a fleet does not take push configs yet`
+  }))
+  const method: Method = () => refused
+  return {
+    methods: pushMethodTable(method, method, method, method),
+    prepare: (_spec: PushSpec) => refused,
+    attach: (_task: Task, _spec: PushSpec, _version: "0.3" | "1.0", _first?: Task, _after?: number) => refused
+  }
+}
 

@@ -3,11 +3,12 @@
  * encodes the answer in the request's dialect. Streaming methods answer with an SSE body.
  */
 import { Effect, Either, Option, Stream } from "effect"
-import { EventLog, type LogItem } from "../services/EventLog.js"
+import type { LogItem } from "../services/EventLog.js"
+import { PushConfigs } from "../services/PushConfigs.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { isTerminal, type Task } from "../services/Task.js"
-import { type Acceptance, TaskNotFound, TaskRegistry } from "../services/TaskRegistry.js"
-import { TaskRunner } from "../services/TaskRunner.js"
+import { SessionPort } from "../services/SessionPort.js"
+import { type Acceptance, TaskNotFound } from "../services/TaskRegistry.js"
 import { a2aEncoder, a2aTask, endsA2aStream } from "./A2aWire.js"
 import { settledWithin } from "./BlockingWait.js"
 import type { CallContext } from "./CallContext.js"
@@ -29,7 +30,7 @@ import {
   referenceTask
 } from "./ReferenceWire.js"
 import { json, type Method, type MethodResult } from "./Method.js"
-import { makePushMethods } from "./PushMethods.js"
+import { makePushMethods, pushNotKept } from "./PushMethods.js"
 import { sseOnce, sseStream } from "./Sse.js"
 import { listTasks } from "./TaskListing.js"
 
@@ -39,9 +40,8 @@ const requireId = (params: unknown, method: string) =>
     query.id === undefined ? Effect.fail(new InvalidParams({ detail: `${method} requires an id` })) : Effect.succeed({ ...query, id: query.id }))
 
 export const makeMethods = Effect.gen(function*() {
-  const registry = yield* TaskRegistry
-  const runner = yield* TaskRunner
-  const log = yield* EventLog
+  // The session's tasks, runner and frames, here or on another runner of a fleet.
+  const port = yield* SessionPort
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
   // What the card advertises: a session may start no task whatever the door was given (a manifest's task_acceptance).
@@ -51,10 +51,12 @@ export const makeMethods = Effect.gen(function*() {
   /** A task of a context the caller does not own answers as if it did not exist (no oracle for ids). */
   const visible = (call: CallContext, task: Task): Effect.Effect<Task, TaskNotFound> =>
     owners.sees(call.principal, task.contextId) ? Effect.succeed(task) : Effect.fail(new TaskNotFound({ taskId: task.id }))
-  const lookup = (call: CallContext, taskId: string) => Effect.flatMap(registry.get(taskId), (task) => visible(call, task))
-  const push = yield* makePushMethods(lookup)
+  const lookup = (call: CallContext, taskId: string) => Effect.flatMap(port.get(taskId), (task) => visible(call, task))
+  // Without the session's push configs here (a fleet's gateway), the push methods refuse.
+  const kept = yield* Effect.serviceOption(PushConfigs)
+  const push = Option.isSome(kept) ? yield* Effect.provideService(makePushMethods(lookup), PushConfigs, kept.value) : pushNotKept(identity.sessionId)
   // A session started again from a store: its contexts belong to whoever created them before.
-  for (const task of yield* registry.list()) {
+  for (const task of yield* port.list()) {
     if (task.provenance.principal !== undefined && task.provenance.origin !== "completion") {
       owners.claim(task.contextId, { name: task.provenance.principal, scopes: noScopes })
     }
@@ -97,7 +99,7 @@ export const makeMethods = Effect.gen(function*() {
   /** Frames of one task after a cursor, in reference shapes, up to its final status. */
   const referenceTaskStream = (taskId: string, after: number) =>
     sseStream({
-      open: log.open({ after, taskId }),
+      open: port.open({ after, taskId }),
       encode: (item) => referenceItem(item, false),
       ends: (item) => item._tag === "Closed" || (item._tag === "Frame" && item.frame.event._tag === "Status" && item.frame.event.final),
       heartbeatMs: config.heartbeatMs
@@ -107,7 +109,7 @@ export const makeMethods = Effect.gen(function*() {
   const a2aTaskStream = (call: CallContext, task: Task, after: number) => {
     const encoder = a2aEncoder(call)
     return sseStream({
-      open: log.open({ after, taskId: task.id }),
+      open: port.open({ after, taskId: task.id }),
       first: encoder.task(task),
       encode: (item) =>
         item._tag === "Frame" ? encoder.frame(item.frame) : item._tag === "Gap" ? encoder.gap(item.firstAvailableId) : item._tag === "Lagged" ? encoder.lagged(item.missed) : undefined,
@@ -134,7 +136,7 @@ export const makeMethods = Effect.gen(function*() {
       if (call.a2a) return Option.none<Task>()
       // The reference routes a message without task id to the active input-required task
       // (only one of its own dialect: an A2A client's task is answered by its taskId).
-      const current = yield* registry.current()
+      const current = yield* port.current()
       return Option.filter(current, (task) =>
         task.state === "input-required" && task.dialect === "reference" && owners.sees(call.principal, task.contextId) &&
         (request.contextId === undefined || request.contextId === task.contextId))
@@ -167,17 +169,17 @@ export const makeMethods = Effect.gen(function*() {
       const target = yield* continuation(call, request)
       // A push config given with the message is checked before any task changes.
       const pushSpec = request.push === undefined ? undefined : yield* push.prepare(request.push)
-      const cursor = yield* log.lastId()
+      const cursor = yield* port.lastId()
       let task: Task
       let a2a = call.a2a
       if (Option.isSome(target)) {
         a2a = a2a || target.value.dialect === "a2a"
-        task = yield* runner.resume(target.value.id, request.message)
+        task = yield* port.resume(target.value.id, request.message)
         if (pushSpec !== undefined) yield* push.attach(task, pushSpec, call.version, undefined, cursor)
       } else {
         if (!startsTasks) return yield* new MethodNotFound({ method: call.method })
         yield* claimContext(call, request.contextId)
-        const acceptance = yield* runner.submit({
+        const acceptance = yield* port.submit({
           message: request.message,
           ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
           provenance: { ...call.provenance, principal: call.principal.name },
@@ -188,7 +190,7 @@ export const makeMethods = Effect.gen(function*() {
         claimMinted(call, task)
         if (pushSpec !== undefined && acceptance._tag === "Accepted") yield* push.attach(task, pushSpec, call.version, task, cursor)
       }
-      if (request.blocking && !isTerminal(task.state)) task = yield* settledWithin(registry, task.id, config.blockingTimeoutMs)
+      if (request.blocking && !isTerminal(task.state)) task = yield* settledWithin(port, task.id, config.blockingTimeoutMs)
       const encoded = encodeTask(call, task, a2a, request.historyLength)
       // 1.0 answers a `SendMessageResponse`: the task under its oneof name.
       return json(call.version === "1.0" ? { task: encoded } : encoded)
@@ -206,17 +208,17 @@ export const makeMethods = Effect.gen(function*() {
       const request = decoded.right
       const target = request.taskId === undefined ? Option.none<Task>() : yield* continuation(call, request)
       const pushSpec = request.push === undefined ? undefined : yield* push.prepare(request.push)
-      const cursor = yield* log.lastId()
+      const cursor = yield* port.lastId()
       if (Option.isSome(target)) {
         // A follow-up stream carries the new turn only: earlier frames (even after a
         // Last-Event-ID) would replay the input request that ended the previous stream.
         const a2a = call.a2a || target.value.dialect === "a2a"
-        const task = yield* runner.resume(target.value.id, request.message)
+        const task = yield* port.resume(target.value.id, request.message)
         if (pushSpec !== undefined) yield* push.attach(task, pushSpec, call.version, undefined, cursor)
         return sse(a2a ? a2aTaskStream(call, task, cursor) : referenceTaskStream(task.id, cursor))
       }
       yield* claimContext(call, request.contextId)
-      const acceptance = yield* runner.submit({
+      const acceptance = yield* port.submit({
         message: request.message,
         ...(request.contextId === undefined ? {} : { contextId: request.contextId }),
         provenance: { ...call.provenance, principal: call.principal.name },
@@ -240,8 +242,8 @@ export const makeMethods = Effect.gen(function*() {
   /** The reference's `tasks/get` without an id: the active task, when the caller may see it. */
   const getCurrent = (call: CallContext) =>
     Effect.gen(function*() {
-      const current = Option.filter(yield* registry.current(), (task) => owners.sees(call.principal, task.contextId))
-      const task = Option.isSome(current) ? current.value : yield* registry.get("")
+      const current = Option.filter(yield* port.current(), (task) => owners.sees(call.principal, task.contextId))
+      const task = Option.isSome(current) ? current.value : yield* port.get("")
       return json(referenceTask(task))
     })
 
@@ -259,7 +261,7 @@ export const makeMethods = Effect.gen(function*() {
       const { id } = yield* requireId(call.params, call.method)
       const known = yield* lookup(call, id)
       const a2a = call.a2a || known.dialect === "a2a"
-      const outcome = yield* runner.cancel(id)
+      const outcome = yield* port.cancel(id)
       switch (outcome._tag) {
         case "Canceled":
           return json(a2a ? a2aTask(outcome.task, { residue: outcome.residue }, call.version) : referenceTask(outcome.task, outcome.residue))
@@ -275,7 +277,7 @@ export const makeMethods = Effect.gen(function*() {
     Effect.gen(function*() {
       if (!startsTasks) return yield* streamingRefused(call)
       const { id } = yield* requireId(call.params, call.method)
-      const cursor = yield* log.lastId()
+      const cursor = yield* port.lastId()
       const task = yield* lookup(call, id)
       if (isTerminal(task.state)) {
         return yield* new UnsupportedOperation({ detail: `task ${id} is ${task.state}; there is nothing to resubscribe to` })
@@ -288,7 +290,7 @@ export const makeMethods = Effect.gen(function*() {
     })
 
   const stopSession: Method = () =>
-    Effect.map(runner.stop(), (outcome) =>
+    Effect.map(port.stop(), (outcome) =>
       json({ canceled: outcome.canceled, residue: outcome.residue, session_id: identity.sessionId }))
 
   const referenceItem = (item: LogItem, closedFrame: boolean): Uint8Array | string | undefined => {
@@ -308,7 +310,7 @@ export const makeMethods = Effect.gen(function*() {
     // Without `admin`, a watcher sees the frames of its own contexts only (gaps, lag and the close pass).
     const all = isAdmin(call.principal)
     return Effect.succeed(sse(sseStream({
-      open: log.open({ after: call.lastEventId ?? 0 }),
+      open: port.open({ after: call.lastEventId ?? 0 }),
       first: referenceAck(identity.capsule.conversationMode),
       encode: (item) =>
         all || item._tag !== "Frame" || owners.ownerOf(item.frame.contextId) === call.principal.name ? referenceItem(item, true) : undefined,
@@ -322,7 +324,7 @@ export const makeMethods = Effect.gen(function*() {
     Effect.gen(function*() {
       const request = yield* decodeListRequest(call.params)
       const all = isAdmin(call.principal)
-      const page = yield* listTasks(yield* registry.list(), request, (task) => all || owners.sees(call.principal, task.contextId))
+      const page = yield* listTasks(yield* port.list(), request, (task) => all || owners.sees(call.principal, task.contextId))
       return json({
         tasks: page.tasks.map((task) =>
           a2aTask(task, { historyLength: request.historyLength, withoutArtifacts: !request.includeArtifacts }, "1.0")

@@ -13,6 +13,7 @@ import { DoorDispatch } from "../http/Dispatch.js"
 import { DoorLive, mountDoor } from "../http/Door.js"
 import { type DoorConfig, type DoorSettings, defaultDoorSettings } from "../http/DoorConfig.js"
 import { DoorAddress } from "../services/DoorAddress.js"
+import { SessionPort } from "../services/SessionPort.js"
 import { grpcDoorLayer, withGrpcAddress } from "./GrpcDoor.js"
 import * as NodeDoorAdapter from "./NodeDoorAdapter.js"
 import { doorConfigLayer, type Session } from "./Session.js"
@@ -27,6 +28,7 @@ export const serveDoor = <E, R>(
 ): Layer.Layer<Session | DoorAddress | DoorConfig, E, HttpServer.HttpServer | Exclude<Exclude<R, DoorAddress>, DoorConfig>> =>
   Layer.merge(DoorLive, grpcDoorLayer).pipe(
     Layer.provide(DoorDispatch.layer),
+    Layer.provide(Layer.fresh(SessionPort.layerLocal)),
     Layer.provideMerge(session),
     Layer.provideMerge(withGrpcAddress(doorAddressLayer("/"))),
     Layer.provideMerge(doorConfigLayer(settings))
@@ -40,6 +42,7 @@ export const mountedDoor = <E, R>(
   const { path, ...settings } = options
   return mountDoor(path).pipe(
     Layer.provide(DoorDispatch.layer),
+    Layer.provide(Layer.fresh(SessionPort.layerLocal)),
     Layer.provide(session),
     Layer.provide(doorAddressLayer(path)),
     Layer.provide(doorConfigLayer(settings))

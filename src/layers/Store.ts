@@ -59,7 +59,7 @@ const sqlStores = <Client, E, R>(
     Layer.provideMerge(writer),
     Layer.provideMerge(tables),
     Layer.provide(Layer.effectDiscard(migrate())),
-    Layer.provide(client)
+    Layer.provideMerge(client)
   )
 
 /** The process's store; `undefined` for `memory` (nothing durable, nothing loaded). */
@@ -91,3 +91,16 @@ export const memoryStores: Layer.Layer<SessionStores> = SessionStores.layer("mem
   Layer.provideMerge(Layer.mergeAll(TaskStore.layerMemory, FrameStore.layerMemory, PushConfigStore.layerMemory, SessionStore.layerMemory, StoreTransaction.layerMemory))
 )
 
+
+/**
+ * A fleet's store: PostgreSQL, whose client the cluster's own tables use too, with the table
+ * stores a gateway reads a session another runner owns from.
+ */
+export const fleetStoreLayer = (url: string) =>
+  sqlStores(
+    PgClient.layer({ url: Redacted.make(url) }).pipe(
+      Layer.catchAll((error) => Layer.fail(new StoreRefused({ store: shown(url), reason: `cannot connect: ${error.message}` })))
+    ),
+    shown(url),
+    BatchWriter.layerStores
+  )

@@ -24,33 +24,43 @@ export class SessionIdentity extends Context.Tag("capsule-runtime/services/Sessi
   readonly card1Json: string
 }>() {
   /** The card's `url` is the `DoorAddress`; `streaming` is false when no task can start. */
-  static readonly layer = (options: {
-    readonly streaming: boolean
-    /** The door wants a bearer token: the card advertises the scheme. */
-    readonly bearer?: boolean | undefined
-    /** The session's id when it was minted earlier (e.g. to name the workdir); else a new one. */
-    readonly sessionId?: string | undefined
-    /** Signs the 1.0 cards (the operator's key), when given. */
-    readonly signer?: CardSigner | undefined
-  }) =>
+  static readonly layer = (options: IdentityOptions) =>
     Layer.effect(
       SessionIdentity,
       Effect.gen(function*() {
         const capsule = yield* Capsule
         const { grpc, url } = yield* DoorAddress
-        const sessionId = options.sessionId ?? mintId("ses")
-        const card = makeAgentCard({ info: capsule.info, sessionId, url, streaming: options.streaming, bearer: options.bearer, grpc })
-        const shown = options.bearer === true ? publicCard(card) : card
-        const signed = <Card extends object>(made: Card) => (options.signer === undefined ? made : signCard(made, options.signer))
-        return SessionIdentity.of({
-          sessionId,
-          capsule: capsule.info,
-          url,
-          card,
-          cardJson: JSON.stringify(shown),
-          card1: signed(agentCard1(card)),
-          card1Json: JSON.stringify(signed(agentCard1(shown)))
-        })
+        return SessionIdentity.make(capsule.info, { ...options, url, grpc })
       })
     )
+
+  /** An identity from what it is made of, for a door that serves a session built elsewhere (a fleet's gateway). */
+  static readonly make = (
+    info: CapsuleInfo,
+    options: IdentityOptions & { readonly url: string; readonly grpc?: string | undefined }
+  ): SessionIdentity["Type"] => {
+    const sessionId = options.sessionId ?? mintId("ses")
+    const card = makeAgentCard({ info, sessionId, url: options.url, streaming: options.streaming, bearer: options.bearer, grpc: options.grpc })
+    const shown = options.bearer === true ? publicCard(card) : card
+    const signed = <Card extends object>(made: Card) => (options.signer === undefined ? made : signCard(made, options.signer))
+    return SessionIdentity.of({
+      sessionId,
+      capsule: info,
+      url: options.url,
+      card,
+      cardJson: JSON.stringify(shown),
+      card1: signed(agentCard1(card)),
+      card1Json: JSON.stringify(signed(agentCard1(shown)))
+    })
+  }
+}
+
+export interface IdentityOptions {
+  readonly streaming: boolean
+  /** The door wants a bearer token: the card advertises the scheme. */
+  readonly bearer?: boolean | undefined
+  /** The session's id when it was minted earlier (e.g. to name the workdir); else a new one. */
+  readonly sessionId?: string | undefined
+  /** Signs the 1.0 cards (the operator's key), when given. */
+  readonly signer?: CardSigner | undefined
 }

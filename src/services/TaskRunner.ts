@@ -15,6 +15,7 @@ import { type ResidueItem, residueItems } from "./Residue.js"
 import { type DataPart, type FilePart, isTerminal, type Message, type Task, textOf } from "./Task.js"
 import type { TaskEvent } from "./TaskEvent.js"
 import { type Acceptance, type NewTask, type TaskChange, TaskNotFound, TaskRegistry } from "./TaskRegistry.js"
+import { RunnerCapacity } from "./RunnerCapacity.js"
 import { callerSpan, spansWanted } from "./Tracing.js"
 
 /** A follow-up for a task that can take no more input (terminal, or its input queue is full). */
@@ -39,12 +40,17 @@ export interface TaskRunnerConfig {
   readonly inputTimeoutMs?: number | undefined
   /** Follow-ups held for a task that has not asked for input yet. */
   readonly inputQueueDepth: number
+  /** The status of a task found running at start (the store held it `working`); default `restartedMessage`. */
+  readonly interruptedMessage?: string | undefined
 }
 
 export const canceledMessage = "task canceled"
 
 /** The status of a task that was running when its process stopped (a store held it `working` or `input-required`). */
 export const restartedMessage = "the runtime was restarted while this task ran: it did not finish; send it again to run it anew"
+
+/** The same, in a fleet: the session moved because the runner it ran on stopped or died. */
+export const runnerLostMessage = "runner lost: the runner this task ran on stopped or died before it finished; send it again to run it anew"
 
 export class TaskRunner extends Context.Tag("capsule-runtime/services/TaskRunner")<TaskRunner, {
   /** Accepts a task (or records it `rejected`) and lets the dispatcher start it. */
@@ -57,6 +63,12 @@ export class TaskRunner extends Context.Tag("capsule-runtime/services/TaskRunner
   readonly stop: () => Effect.Effect<StopOutcome>
   /** Number of task fibers alive (for tests and benchmarks). */
   readonly running: () => Effect.Effect<number>
+  /**
+   * The session is moving to another process (a fleet's shard left this runner): no queued task
+   * starts here any more, and a running task cut off from now on is left as the store holds it,
+   * for the next owner's recovery, instead of ending `canceled`. Returns once no task runs here.
+   */
+  readonly handOff: () => Effect.Effect<void>
 }>() {
   static readonly layer = (config: Partial<TaskRunnerConfig> = {}) =>
     Layer.scoped(TaskRunner, makeRunner({ inputQueueDepth: 16, ...config }))
@@ -86,6 +98,8 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const delegations = yield* DelegationTracker
     const fibers = yield* FiberMap.make<string>()
     const lock = yield* Effect.makeSemaphore(1)
+    const capacity = yield* Effect.serviceOption(RunnerCapacity)
+    let handingOff = false
     const wake = yield* Queue.sliding<void>(1)
     const inboxes = new Map<string, Inbox>()
     // Without a tracer that exports, a task gets no span (and its request's is not looked up):
@@ -123,6 +137,8 @@ const makeRunner = (config: TaskRunnerConfig) =>
     const finish = (taskId: string, exit: Exit.Exit<{ readonly response: string }, CapsuleFailure>, turn: TurnState) =>
       Effect.gen(function*() {
         inboxes.delete(taskId)
+        // Cut off by the move, not by a caller: the next owner says what became of it.
+        if (handingOff && Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)) return
         const task = yield* registry.get(taskId)
         if (isTerminal(task.state)) return
         const agentMessage = (text: string): Message => ({
@@ -286,12 +302,20 @@ const makeRunner = (config: TaskRunnerConfig) =>
 
     const dispatch = lock.withPermits(1)(Effect.gen(function*() {
       const since = lastPass
-      while (true) {
+      while (!handingOff) {
+        // The runner's slot first (when the process bounds its tasks), then the session's.
+        if (Option.isSome(capacity)) {
+          if ((yield* registry.stats()).queued === 0) return void (lastPass = performance.now())
+          yield* capacity.value.take
+        }
         // Its `working` frame is committed with the start.
         const next = yield* registry.startNext((task) => void log.stage(task.id, task.contextId, { _tag: "Status", state: "working", message: "working", final: false }))
-        if (Option.isNone(next)) return void (lastPass = performance.now())
+        if (Option.isNone(next)) {
+          if (Option.isSome(capacity)) yield* capacity.value.give
+          return void (lastPass = performance.now())
+        }
         const task = next.value
-        yield* FiberMap.run(fibers, task.id, execute(task, since))
+        yield* FiberMap.run(fibers, task.id, Option.isSome(capacity) ? Effect.ensuring(execute(task, since), capacity.value.give) : execute(task, since))
       }
     }))
 
@@ -300,7 +324,8 @@ const makeRunner = (config: TaskRunnerConfig) =>
     // A store's tasks from before a restart: the interrupted ones end failed with a final frame,
     // then the queued ones run in their lanes and order.
     for (const task of yield* registry.interrupted()) {
-      yield* settle(task.id, { state: "failed", statusMessage: restartedMessage, prompt: undefined }, { _tag: "Status", state: "failed", message: restartedMessage, final: true }).pipe(
+      const message = config.interruptedMessage ?? restartedMessage
+      yield* settle(task.id, { state: "failed", statusMessage: message, prompt: undefined }, { _tag: "Status", state: "failed", message, final: true }).pipe(
         Effect.orDie
       )
     }
@@ -386,5 +411,12 @@ const makeRunner = (config: TaskRunnerConfig) =>
     // Session end: refuse new tasks, then cancel the live ones as `session/stop` does.
     yield* Effect.addFinalizer(() => registry.close().pipe(Effect.zipRight(stop())))
 
-    return TaskRunner.of({ submit, resume, cancel, stop, running })
+    const handOff = Effect.fn("TaskRunner.handOff")(function*() {
+      handingOff = true
+      // The dispatcher's pass in progress ends first; from then on nothing starts.
+      yield* lock.withPermits(1)(Effect.void)
+      while ((yield* FiberMap.size(fibers)) > 0) yield* Effect.sleep("100 millis")
+    })
+
+    return TaskRunner.of({ submit, resume, cancel, stop, running, handOff })
   }).pipe(Effect.annotateLogs({ service: "TaskRunner" }))

@@ -9,6 +9,8 @@ export class FrameStore extends Context.Tag("capsule-runtime/store/FrameStore")<
   readonly lastId: (sessionId: string) => Effect.Effect<number, StoreFailed>
   /** Frames with `after` < id < `before`, oldest first: the newest `limit` of them. */
   readonly range: (sessionId: string, after: number, before: number, limit: number) => Effect.Effect<ReadonlyArray<Frame>, StoreFailed>
+  /** The oldest `limit` frames with an id greater than `after`, in id order: a reader's next page. */
+  readonly after: (sessionId: string, after: number, limit: number) => Effect.Effect<ReadonlyArray<Frame>, StoreFailed>
   readonly append: (sessionId: string, frames: ReadonlyArray<Frame>) => Effect.Effect<void, StoreFailed>
   /** Deletes the frames of these tasks (retention forgot them). */
   readonly removeTasks: (sessionId: string, taskIds: ReadonlyArray<string>) => Effect.Effect<void, StoreFailed>
@@ -26,6 +28,13 @@ export class FrameStore extends Context.Tag("capsule-runtime/store/FrameStore")<
         Effect.map((rows) =>
           rows.map((row): Frame => ({ id: Number(row.id), taskId: row.task_id, contextId: row.context_id, event: JSON.parse(row.event) as TaskEvent })).reverse()
         ),
+        Effect.mapError(failedTo("read of frames"))
+      ),
+    after: (sessionId, after, limit) =>
+      sql<{ readonly id: number | string; readonly task_id: string; readonly context_id: string; readonly event: string }>`
+        SELECT id, task_id, context_id, event FROM frames
+        WHERE session_id = ${sessionId} AND id > ${after} ORDER BY id LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map((row): Frame => ({ id: Number(row.id), taskId: row.task_id, contextId: row.context_id, event: JSON.parse(row.event) as TaskEvent }))),
         Effect.mapError(failedTo("read of frames"))
       ),
     append: (sessionId, frames) =>
@@ -51,6 +60,7 @@ export class FrameStore extends Context.Tag("capsule-runtime/store/FrameStore")<
     return FrameStore.of({
       lastId: (sessionId) => Effect.sync(() => of(sessionId).at(-1)?.id ?? 0),
       range: (sessionId, after, before, limit) => Effect.sync(() => of(sessionId).filter((frame) => frame.id > after && frame.id < before).slice(-limit)),
+      after: (sessionId, after, limit) => Effect.sync(() => of(sessionId).filter((frame) => frame.id > after).slice(0, limit)),
       append: (sessionId, frames) => Effect.sync(() => void of(sessionId).push(...frames.map(({ wire: _, ...frame }) => frame))),
       removeTasks: (sessionId, taskIds) =>
         Effect.sync(() => {

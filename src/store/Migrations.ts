@@ -73,10 +73,18 @@ const pushAndDelegations = Effect.gen(function*() {
   )`
 })
 
+/** Which runner of a fleet built each session last, and when (the placement view reads it). */
+const sessionPlacement = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  yield* sql`ALTER TABLE sessions ADD COLUMN runner TEXT NOT NULL DEFAULT ''`
+  yield* sql`ALTER TABLE sessions ADD COLUMN placed_at TEXT NOT NULL DEFAULT ''`
+})
+
 /** Every migration, by `<id>_<name>`; a new one is added at the end, never edited once released. */
 export const migrations = {
   "0001_initial": initial,
-  "0002_push_and_delegations": pushAndDelegations
+  "0002_push_and_delegations": pushAndDelegations,
+  "0003_session_placement": sessionPlacement
 } as const
 
 /** Runs the migrations not yet applied (the first `upTo` only, for tests of an upgrade). */

@@ -23,23 +23,29 @@ export interface ClaimedSession {
   readonly resumed: boolean
 }
 
+export interface Placement {
+  readonly sessionId: string
+  readonly capsuleName: string
+  readonly runner: string
+  readonly placedAt: string
+}
+
 export class SessionStore extends Context.Tag("capsule-runtime/store/SessionStore")<SessionStore, {
   readonly claim: (claim: SessionClaim) => Effect.Effect<ClaimedSession, StoreFailed>
+  /** Records that `runner` (a fleet runner's address) now holds the session. */
+  readonly place: (sessionId: string, runner: string) => Effect.Effect<void, StoreFailed>
+  /** Every session with the runner that built it last (`""`: none yet). */
+  readonly placement: () => Effect.Effect<ReadonlyArray<Placement>, StoreFailed>
 }>() {
   static readonly layerSql = Layer.effect(SessionStore, Effect.map(SqlClient, (sql) => SessionStore.of({
     claim: (claim) =>
       Effect.gen(function*() {
         const now = new Date().toISOString()
-        const found = yield* sql<{ readonly id: string }>`SELECT id FROM sessions WHERE key = ${claim.key}`
-        if (found[0] !== undefined) {
-          yield* sql`UPDATE sessions SET capsule_name = ${claim.capsuleName}, capsule_version = ${claim.capsuleVersion}, digest = ${claim.digest},
-            options = ${claim.options}, started_at = ${now} WHERE id = ${found[0].id}`
-          return { sessionId: found[0].id, resumed: true }
-        }
-        const sessionId = mintId("ses")
+        const minted = mintId("ses")
+        // Runners of a fleet claim the same keys at once: the first insert wins, the others read it.
         yield* sql`INSERT INTO sessions ${
           sql.insert({
-            id: sessionId,
+            id: minted,
             key: claim.key,
             capsule_name: claim.capsuleName,
             capsule_version: claim.capsuleVersion,
@@ -48,14 +54,33 @@ export class SessionStore extends Context.Tag("capsule-runtime/store/SessionStor
             created_at: now,
             started_at: now
           })
-        }`
-        return { sessionId, resumed: false }
-      }).pipe(Effect.mapError(failedTo("claim of the session")))
+        } ON CONFLICT (key) DO NOTHING`
+        const found = yield* sql<{ readonly id: string }>`SELECT id FROM sessions WHERE key = ${claim.key}`
+        const sessionId = found[0]?.id ?? minted
+        if (sessionId === minted) return { sessionId, resumed: false }
+        yield* sql`UPDATE sessions SET capsule_name = ${claim.capsuleName}, capsule_version = ${claim.capsuleVersion}, digest = ${claim.digest},
+          options = ${claim.options}, started_at = ${now} WHERE id = ${sessionId}`
+        return { sessionId, resumed: true }
+      }).pipe(Effect.mapError(failedTo("claim of the session"))),
+    place: (sessionId, runner) =>
+      sql`UPDATE sessions SET runner = ${runner}, placed_at = ${new Date().toISOString()} WHERE id = ${sessionId}`.pipe(
+        Effect.asVoid,
+        Effect.mapError(failedTo("write of the session's placement"))
+      ),
+    placement: () =>
+      sql<{ readonly id: string; readonly capsule_name: string; readonly runner: string; readonly placed_at: string }>`
+        SELECT id, capsule_name, runner, placed_at FROM sessions ORDER BY id`.pipe(
+        Effect.map((rows) => rows.map((row) => ({ sessionId: row.id, capsuleName: row.capsule_name, runner: row.runner, placedAt: row.placed_at }))),
+        Effect.mapError(failedTo("read of sessions"))
+      )
   })))
 
   static readonly layerMemory = Layer.sync(SessionStore, () => {
     const byKey = new Map<string, string>()
+    const placed = new Map<string, Placement>()
     return SessionStore.of({
+      place: (sessionId, runner) => Effect.sync(() => void placed.set(sessionId, { sessionId, capsuleName: "", runner, placedAt: new Date().toISOString() })),
+      placement: () => Effect.sync(() => [...byKey.values()].map((sessionId) => placed.get(sessionId) ?? { sessionId, capsuleName: "", runner: "", placedAt: "" })),
       claim: (claim) =>
         Effect.sync(() => {
           const known = byKey.get(claim.key)

@@ -16,7 +16,8 @@ const recordingRunner = Layer.effect(
       resume: () => Effect.die("unused"),
       cancel: () => Effect.die("unused"),
       stop: () => Effect.die("unused"),
-      running: () => Effect.succeed(0)
+      running: () => Effect.succeed(0),
+      handOff: () => Effect.die("unused")
     }))
 )
 

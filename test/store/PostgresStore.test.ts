@@ -20,7 +20,7 @@ describe.skipIf(!available)("the PostgreSQL store", () => {
     Effect.gen(function*() {
       const url = yield* Effect.promise(freshSchemaUrl)
       yield* Effect.gen(function*() {
-        assert.deepStrictEqual((yield* migrate()).map(([id]) => id), [1, 2])
+        assert.deepStrictEqual((yield* migrate()).map(([id]) => id), [1, 2, 3])
         assert.deepStrictEqual(yield* tablesOf, ["capsule_runtime_migrations", "delegations", "frames", "push_configs", "sessions", "tasks"])
         assert.deepStrictEqual(yield* migrate(), [])
       }).pipe(Effect.scoped, Effect.provide(client(url)))
@@ -36,7 +36,7 @@ describe.skipIf(!available)("the PostgreSQL store", () => {
           VALUES ('ses_1', '/capsule', 'c', '0.1.0', '', '{}', 'now', 'now')`
       }).pipe(Effect.scoped, Effect.provide(client(url)))
       yield* Effect.gen(function*() {
-        assert.deepStrictEqual((yield* migrate()).map(([id]) => id), [2])
+        assert.deepStrictEqual((yield* migrate()).map(([id]) => id), [2, 3])
         const sql = yield* SqlClient
         assert.deepStrictEqual((yield* sql<{ readonly id: string }>`SELECT id FROM sessions`).map((row) => row.id), ["ses_1"])
         assert.include(yield* tablesOf, "push_configs")

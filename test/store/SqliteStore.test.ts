@@ -19,7 +19,7 @@ describe("the SQLite store", () => {
   it.scoped("migrates an empty file to the current version", () =>
     Effect.gen(function*() {
       const applied = yield* migrate()
-      assert.deepStrictEqual(applied.map(([id]) => id), [1, 2])
+      assert.deepStrictEqual(applied.map(([id]) => id), [1, 2, 3])
       assert.deepStrictEqual(yield* tablesOf, ["capsule_runtime_migrations", "delegations", "frames", "push_configs", "sessions", "tasks"])
       // Run again: nothing left to apply.
       assert.deepStrictEqual(yield* migrate(), [])
@@ -36,7 +36,7 @@ describe("the SQLite store", () => {
         assert.notInclude(yield* tablesOf, "push_configs")
       }).pipe(Effect.scoped, Effect.provide(SqliteClient.layer(path)))
       yield* Effect.gen(function*() {
-        assert.deepStrictEqual((yield* migrate()).map(([id]) => id), [2])
+        assert.deepStrictEqual((yield* migrate()).map(([id]) => id), [2, 3])
         const sql = yield* SqlClient
         assert.deepStrictEqual((yield* sql<{ readonly id: string }>`SELECT id FROM sessions`).map((row) => row.id), ["ses_1"])
         assert.include(yield* tablesOf, "push_configs")
@@ -62,7 +62,7 @@ describe("the SQLite store", () => {
       const path = scratch()
       // A pid no process has: the lock's owner is gone.
       writeFileSync(`${path}.lock`, "2147483646\n")
-      assert.deepStrictEqual((yield* Effect.provide(migrate(), SqliteClient.layer(path))).map(([id]) => id), [1, 2])
+      assert.deepStrictEqual((yield* Effect.provide(migrate(), SqliteClient.layer(path))).map(([id]) => id), [1, 2, 3])
     }))
 
   it.effect("refuses a foreign SQLite file and a file that is not SQLite, naming them, and leaves both as they were", () =>

@@ -14,12 +14,12 @@ import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { Duration, Effect, Fiber, Schedule } from "effect"
 import { a2aEvents, a2aTask } from "../A2aWire.js"
-import { EventLog, type LogItem, type Subscription } from "../../services/EventLog.js"
+import type { LogItem, Subscription } from "../../services/EventLog.js"
+import { SessionPort } from "../../services/SessionPort.js"
 import type { PushConfig } from "../../services/PushConfigs.js"
 import { pushConfigKey, PushConfigs } from "../../services/PushConfigs.js"
 import { SessionRecord } from "../../services/SessionRecord.js"
 import { isTerminal, type Task } from "../../services/Task.js"
-import { TaskRegistry } from "../../services/TaskRegistry.js"
 import { guardedLookup, PushTargetRefused } from "./PushTarget.js"
 
 export interface PushSettings {
@@ -94,8 +94,8 @@ const next = (subscription: Subscription): Effect.Effect<Array<LogItem>> =>
 
 export const makePushSender = (settings: PushSettings) =>
   Effect.gen(function*() {
-    const log = yield* EventLog
-    const registry = yield* TaskRegistry
+    // The session's frames and tasks, read the same way the door's methods read them.
+    const port = yield* SessionPort
     const configs = yield* PushConfigs
     const recorder = yield* SessionRecord
     const scope = yield* Effect.scope
@@ -136,7 +136,7 @@ export const makePushSender = (settings: PushSettings) =>
 
     const worker = (config: PushConfig, after: number, first: Task | undefined): Effect.Effect<void> =>
       Effect.scoped(Effect.gen(function*() {
-        const subscription = yield* log.open({ after, taskId: config.taskId })
+        const subscription = yield* port.open({ after, taskId: config.taskId })
         const event = a2aEvents("1.0")
         // Where it goes, for the trace and logs: the host only, never the path, query or credentials.
         const host = new URL(config.url).host
@@ -161,7 +161,7 @@ export const makePushSender = (settings: PushSettings) =>
               yield* deliver(config, host, event(frame))
             } else {
               // 0.3 receivers get the whole task as it stands.
-              const task = yield* Effect.option(registry.get(config.taskId))
+              const task = yield* Effect.option(port.get(config.taskId))
               if (task._tag === "Some") yield* deliver(config, host, snapshotBody(task.value, config))
             }
             if (frame.event._tag === "Status" && isTerminal(frame.event.state)) return
@@ -203,8 +203,8 @@ export const makePushSender = (settings: PushSettings) =>
     // wrote for an interrupted task); a config of a task that ended before the restart goes.
     const { after } = configs.recovered
     for (const config of configs.recovered.configs) {
-      const task = yield* Effect.option(registry.get(config.taskId))
-      const since = yield* Effect.scoped(Effect.map(log.open({ after, taskId: config.taskId }), (subscription) => subscription.take().some((item) => item._tag === "Frame")))
+      const task = yield* Effect.option(port.get(config.taskId))
+      const since = yield* Effect.scoped(Effect.map(port.open({ after, taskId: config.taskId }), (subscription) => subscription.take().some((item) => item._tag === "Frame")))
       if (task._tag === "Some" && (!isTerminal(task.value.state) || since)) yield* start(config, after)
       else yield* Effect.ignore(configs.remove(config.taskId, config.id))
     }
