@@ -11,7 +11,7 @@
 //                             the task ("ticked N times").
 // The copies keep the components byte for byte, so the CLI's component cache (keyed by content)
 // serves them as it serves the originals.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -56,4 +56,27 @@ export const makeTickingDir = (tree, { ticks = 10, tickMs = 100, name = "ticking
     "lifecycle:\n  task_acceptance: queue\n  queue_depth: 256\n"
   writeFileSync(join(dir, "murmur.yaml"), yaml)
   return dir
+}
+
+/**
+ * A copy of dist/ the runners start from, so a rebuild during the run (`npm run build` deletes
+ * and rewrites dist/chunks/) cannot break runners started later or the lazy imports of running
+ * ones. The rest of the package (package.json, which the runtime finds its root by, node_modules,
+ * wit/, schema/, drivers/, examples/) is linked, not copied. Its main.js; `remove()` deletes it.
+ */
+export const snapshotDist = () => {
+  const stamp = () => statSync(join(root, "dist", "main.js")).mtimeMs
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const before = stamp()
+    const snap = mkdtempSync(join(tmpdir(), "bench-fleet-dist-"))
+    cpSync(join(root, "dist"), join(snap, "dist"), { recursive: true, filter: (source) => !source.endsWith(".map") })
+    for (const entry of ["package.json", "node_modules", "wit", "schema", "drivers", "examples", "proto"]) {
+      if (existsSync(join(root, entry))) symlinkSync(join(root, entry), join(snap, entry))
+    }
+    if (stamp() === before && existsSync(join(snap, "dist", "main.js"))) {
+      return { main: join(snap, "dist", "main.js"), builtAt: new Date(before).toISOString(), remove: () => rmSync(snap, { recursive: true, force: true }) }
+    }
+    rmSync(snap, { recursive: true, force: true })
+  }
+  throw new Error("dist/ kept changing while it was copied (a build running?)")
 }

@@ -76,6 +76,8 @@ export const serveFleet = (flags: FleetFlags, door: FleetOptions["door"], sessio
     }).pipe(
       Effect.scoped,
       Effect.provide(Layer.fresh(runner)),
+      Effect.annotateLogs({ runner: flags.runnerAddress }),
+      Effect.annotateSpans({ "murmur.runner": flags.runnerAddress }),
       Effect.catchTag("ServeError", (error) => Flags.reportLaunchFailure("E-RUN-010", bindFailureMessage(door.host ?? "127.0.0.1", chosen, error as ServeError), flags.json)),
       Effect.catchTag("SocketServerError", (error) =>
         Flags.reportLaunchFailure("E-RUN-010", `the runner cannot listen at ${flags.runnerAddress}: ${error.message}`, flags.json))

@@ -4,7 +4,10 @@
  * document. Not argv: a task starting with `-` would be read as a flag (`--help`, `--json`), and
  * argv is world-readable in `/proc/<pid>/cmdline`. Not the environment: `/proc/<pid>/environ`
  * keeps the initial block for the process's whole life, whatever the process deletes. The parent
- * writes it and closes the pipe; the child reads it once, before anything else starts.
+ * writes it as one line and keeps the pipe open for the child's life: the child reads the line
+ * once, before anything else starts, then watches the pipe (`watchLifeline`). When the parent
+ * dies, even by SIGKILL, the kernel closes its end and the child stops: a child never outlives
+ * the runner that started it, which a signal alone cannot promise.
  */
 import type { Readable } from "node:stream"
 import { Effect, Either, ParseResult, Schema } from "effect"
@@ -23,7 +26,8 @@ const Input = Schema.Struct({
 })
 export type DelegationInput = typeof Input.Type
 
-export const encodeDelegationInput = (input: DelegationInput): string => JSON.stringify(input)
+/** One line: JSON has no raw newline, so the first one ends the document. */
+export const encodeDelegationInput = (input: DelegationInput): string => `${JSON.stringify(input)}\n`
 
 export const decodeDelegationInput = (text: string): Either.Either<DelegationInput, string> => {
   let json: unknown
@@ -37,7 +41,10 @@ export const decodeDelegationInput = (text: string): Either.Either<DelegationInp
   )
 }
 
-/** Reads the document from `stream` to its end (bounded in bytes and time); `Left`: the launch error's message. */
+/**
+ * Reads the document from `stream` up to its first newline, or to its end from a parent that
+ * closes the pipe (bounded in bytes and time); `Left`: the launch error's message.
+ */
 export const readDelegationInput = (stream: Readable): Effect.Effect<Either.Either<DelegationInput, string>> =>
   Effect.async<Either.Either<DelegationInput, string>>((resume) => {
     const chunks: Array<Buffer> = []
@@ -54,9 +61,12 @@ export const readDelegationInput = (stream: Readable): Effect.Effect<Either.Eith
       resume(Effect.succeed(result))
     }
     const onData = (chunk: Buffer) => {
-      size += chunk.length
+      const newline = chunk.indexOf(0x0a)
+      const part = newline < 0 ? chunk : chunk.subarray(0, newline)
+      size += part.length
       if (size > MAX_INPUT_BYTES) return finish(Either.left(`the delegation input on stdin exceeds ${MAX_INPUT_BYTES} bytes`))
-      chunks.push(chunk)
+      chunks.push(part)
+      if (newline >= 0) onEnd()
     }
     const onEnd = () => finish(decodeDelegationInput(Buffer.concat(chunks).toString("utf8")))
     const onError = (error: Error) => finish(Either.left(`the delegation input on stdin could not be read: ${error.message}`))
@@ -66,3 +76,29 @@ export const readDelegationInput = (stream: Readable): Effect.Effect<Either.Eith
     stream.on("error", onError)
     return Effect.sync(() => finish(Either.left("interrupted")))
   })
+
+/**
+ * Calls `lost` once the parent's end of the pipe closes (the parent ended or was killed); what
+ * comes on it after the document is read and dropped. Returns a function that stops watching.
+ */
+export const watchLifeline = (stream: Readable, lost: () => void): (() => void) => {
+  let watching = true
+  const onGone = () => {
+    if (!watching) return
+    watching = false
+    lost()
+  }
+  const drop = () => {}
+  stream.on("data", drop)
+  stream.once("end", onGone)
+  stream.once("close", onGone)
+  stream.once("error", onGone)
+  stream.resume()
+  // Watching must not keep the process alive once its work is done.
+  const handle = stream as Readable & { readonly unref?: () => void }
+  handle.unref?.()
+  return () => {
+    watching = false
+    stream.off("data", drop)
+  }
+}

@@ -254,6 +254,8 @@ const launch = (env: LauncherEnv, request: DelegationRequest, launch: Launch) =>
     const traceHeaders = yield* outgoingTraceHeaders
     const began = Date.now()
     const [program, ...leading] = options.runtime
+    const released = yield* Deferred.make<void>()
+    yield* Effect.addFinalizer(() => Deferred.succeed(released, undefined))
     const command = Command.make(
       program!,
       ...leading,
@@ -281,7 +283,16 @@ const launch = (env: LauncherEnv, request: DelegationRequest, launch: Launch) =>
         // W3C trace context: the child's task continues this trace (src/layers/RunOnce.ts).
         ...(traceHeaders.traceparent === undefined ? {} : { TRACEPARENT: traceHeaders.traceparent })
       }, { extendEnv: false }),
-      Command.feed(encodeDelegationInput({ task: request.task, secret: launch.target.secret!, ...(launch.target.token === undefined ? {} : { token: launch.target.token }) }))
+      // The document, then the pipe held open for the child's life: its lifeline
+      // (./DelegationInput.ts). It ends when this delegation's scope does (or with this process).
+      Command.stdin(Stream.concat(
+        Stream.make(new TextEncoder().encode(encodeDelegationInput({
+          task: request.task,
+          secret: launch.target.secret!,
+          ...(launch.target.token === undefined ? {} : { token: launch.target.token })
+        }))),
+        Stream.drain(Stream.fromEffect(Deferred.await(released)))
+      ))
     )
     const proc = yield* Command.start(command)
     const killGroup = proc.kill("SIGTERM").pipe(

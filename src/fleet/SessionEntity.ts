@@ -36,5 +36,8 @@ export const SessionEntity = Entity.make("CapsuleSession", [
   Rpc.make("Cancel", { payload: taskId, success: record<CancelOutcome>(), error: TaskNotFound }).annotate(ClusterSchema.Uninterruptible, "client"),
   Rpc.make("Stop", { success: record<StopOutcome>() }).annotate(ClusterSchema.Uninterruptible, "client"),
   Rpc.make("AwaitSettled", { payload: taskId, success: record<Task>(), error: TaskNotFound }),
-  Rpc.make("Stats", { success: record<PortStats>() })
+  Rpc.make("Stats", { success: record<PortStats>() }),
+  // The session's call to itself while it has work: the cluster lets an entity that is moving or
+  // stopping finish its calls in progress (up to its termination timeout), and this is one.
+  Rpc.make("Hold")
 ])

@@ -5,9 +5,11 @@
  * the cluster's tables are one PostgreSQL database.
  */
 import { realpathSync } from "node:fs"
+import { Sharding } from "@effect/cluster"
 import { HttpServer } from "@effect/platform"
 import { Context, Effect, Layer, Scope } from "effect"
 import type { DoorSettings } from "../http/DoorConfig.js"
+import { clusterRetention } from "../fleet/ClusterRetention.js"
 import { type FleetSession, FleetSessions, sessionUrl } from "../fleet/FleetSessions.js"
 import { makeGateway } from "../fleet/Gateway.js"
 import { LocalSessions } from "../fleet/LocalSessions.js"
@@ -83,7 +85,8 @@ export const fleetLayer = (options: FleetOptions) => {
   const address = `${options.runnerAddress.host}:${options.runnerAddress.port}`
   const entity = fleetEntityLayer(options.session, address).pipe(Layer.provide(RunnerCapacity.layer(options.runnerCapacity)))
   const reconciler = Layer.scopedDiscard(Effect.forkScoped(reconcile("2 seconds")))
-  return Layer.mergeAll(gatewayLayer(address), entity, reconciler).pipe(
+  const retention = Layer.scopedDiscard(Effect.flatMap(Sharding.Sharding, (sharding) => sharding.registerSingleton("capsule-runtime/fleet/retention", clusterRetention())))
+  return Layer.mergeAll(gatewayLayer(address), entity, reconciler, retention).pipe(
     Layer.provide(LocalSessions.layer),
     Layer.provideMerge(sessions),
     Layer.provideMerge(clusterLayer(options)),

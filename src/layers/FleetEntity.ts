@@ -23,21 +23,31 @@ import { prepareDirectory } from "./Directory.js"
 import type { Options } from "./Session.js"
 
 /**
- * Keeps the entity alive exactly while the session has tasks that are not over; when the
- * session's shard leaves this runner (a runner joined, or this one is stopping), hands it off:
- * no queued task starts here any more, the running ones finish (within the cluster's
- * termination timeout), then the entity lets go and the next owner builds the session over the
- * store, queued tasks included (./FleetEntity.ts's reconciler wakes it).
+ * What keeps a session on its runner while it has work, and what lets it go:
+ * - while it has live tasks, its keep-alive (persisted: after a crash, the next owner builds it
+ *   without waiting for a caller) and a call to itself (`Hold`): the cluster lets an entity that
+ *   is moving or stopping finish the calls in progress, up to its termination timeout, and that
+ *   call ends only once no task runs here;
+ * - when its shard leaves this runner (a runner joined, or this one is stopping), it hands off:
+ *   no queued task starts here any more, the running ones finish, then `Hold` returns and the
+ *   entity lets go; the next owner builds it over the store, queued tasks included (the fleet's
+ *   reconciler wakes it).
  */
-const keepAliveWhileHere = Effect.gen(function*() {
+const stayWhileBusy = Effect.gen(function*() {
   const registry = yield* TaskRegistry
   const runner = yield* TaskRunner
   const sharding = yield* Sharding.Sharding
   const address = yield* Entity.CurrentAddress
+  const self = (yield* SessionEntity.client)(address.entityId)
   let kept = false
+  let holding = false
   let leaving = false
   const check = Effect.gen(function*() {
     const busy = !leaving && (yield* registry.live()).length > 0
+    if (busy && !holding) {
+      holding = true
+      yield* self.Hold().pipe(Effect.ignore, Effect.ensuring(Effect.sync(() => void (holding = false))), Effect.forkScoped)
+    }
     if (busy === kept) return
     kept = busy
     yield* Entity.keepAlive(busy)
@@ -45,7 +55,7 @@ const keepAliveWhileHere = Effect.gen(function*() {
   yield* check
   yield* registry.changes.pipe(Stream.runForEach(() => check), Effect.forkScoped)
   const handOff = Effect.gen(function*() {
-    yield* Effect.logInfo("fleet: session leaving this runner; running tasks finish first").pipe(Effect.annotateLogs({ session: address.entityId }))
+    yield* Effect.logInfo("fleet: session leaving this runner; running tasks finish first")
     yield* runner.handOff()
     leaving = true
     yield* check
@@ -55,14 +65,26 @@ const keepAliveWhileHere = Effect.gen(function*() {
     Effect.zipRight(handOff),
     Effect.forkScoped
   )
+  /** `Hold`'s answer: once nothing runs here and, unless the session is leaving, nothing waits. */
+  const hold = Effect.gen(function*() {
+    while ((yield* runner.running()) > 0 || (!leaving && (yield* registry.live()).length > 0)) yield* Effect.sleep("200 millis")
+  })
+  return { hold }
 })
 
 const buildSession = (options: Options, runnerAddress: string) =>
+  Effect.flatMap(Entity.CurrentAddress, (address) => sessionHandlers(options, runnerAddress, address.entityId).pipe(
+    // The cluster builds an entity with no log annotations; everything the session forks from
+    // here (its dispatcher, its tasks) carries the runner and the session in its logs and spans.
+    Effect.annotateLogs({ runner: runnerAddress, session: address.entityId }),
+    Effect.annotateSpans({ "murmur.runner": runnerAddress, "murmur.session": address.entityId })
+  ))
+
+const sessionHandlers = (options: Options, runnerAddress: string, entityId: string) =>
   Effect.gen(function*() {
-    const address = yield* Entity.CurrentAddress
     const sessions = yield* FleetSessions
-    const session = sessions.get(address.entityId)
-    if (session === undefined) return yield* Effect.dieMessage(`no session ${address.entityId} on this runner: every runner of a fleet must serve the same capsule directories`)
+    const session = sessions.get(entityId)
+    if (session === undefined) return yield* Effect.dieMessage(`no session ${entityId} on this runner: every runner of a fleet must serve the same capsule directories`)
     const stores = yield* SessionStores
     const recovered = yield* stores.load(session.sessionId)
     const prepared = yield* prepareDirectory(session.directory, {
@@ -76,15 +98,18 @@ const buildSession = (options: Options, runnerAddress: string) =>
       prepared.layer.pipe(Layer.provide(Layer.succeed(DoorAddress, DoorAddress.of({ url: session.url })))),
       scope
     )
+    const runner = yield* Effect.provide(TaskRunner, built)
+    // Runs before the session's own finalizers: a task still running when the entity closes is
+    // left for the next owner's recovery ("runner lost"), not ended as if a caller canceled it.
+    yield* Effect.addFinalizer(() => runner.handOff())
     yield* (yield* SessionStore).place(session.sessionId, runnerAddress)
-    yield* Effect.logInfo("fleet: session built here").pipe(Effect.annotateLogs({ session: session.sessionId, tasks: recovered.tasks.length }))
+    yield* Effect.logInfo("fleet: session built here").pipe(Effect.annotateLogs({ tasks: recovered.tasks.length }))
     const app = yield* sessionDoorApp.pipe(Effect.provide(SessionPort.layerLocal), Effect.provide(built))
     const local = yield* LocalSessions
     local.add(session.sessionId, app)
     yield* Effect.addFinalizer(() => Effect.sync(() => local.remove(session.sessionId, app)))
-    yield* keepAliveWhileHere.pipe(Effect.provide(built))
+    const presence = yield* stayWhileBusy.pipe(Effect.provide(built))
     const registry = yield* Effect.provide(TaskRegistry, built)
-    const runner = yield* Effect.provide(TaskRunner, built)
     const identity = yield* Effect.provide(SessionIdentity, built)
     return SessionEntity.of({
       Describe: () => Effect.succeed({ capsule: identity.capsule, streaming: identity.card.capabilities.streaming }),
@@ -93,7 +118,8 @@ const buildSession = (options: Options, runnerAddress: string) =>
       Cancel: ({ payload }) => runner.cancel(payload.taskId),
       Stop: () => runner.stop(),
       AwaitSettled: ({ payload }) => registry.awaitSettled(payload.taskId),
-      Stats: () => registry.stats()
+      Stats: () => registry.stats(),
+      Hold: () => presence.hold
     })
   }).pipe(
     Effect.tapErrorCause((cause) => Effect.logError("fleet: a session could not be built", cause)),

@@ -16,6 +16,7 @@ import { join } from "node:path"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { Duration, Effect, Either, Layer, Redacted, Schema } from "effect"
 import { ChildReport, readDelegated } from "../delegation/ChildReport.js"
+import { watchLifeline } from "../delegation/DelegationInput.js"
 import type { CapsuleProject } from "../project/CapsuleProject.js"
 import { effectiveLifecycle, receivesBackgroundTasks } from "../project/manifest/Lifecycle.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
@@ -106,6 +107,9 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions, prin
     const delegated = read.right
     const handle = delegated?.handle
     const input = delegated?.input
+    // A child stops when its parent's pipe closes, however the parent ended: a SIGTERM to itself
+    // runs the same shutdown as an operator's would (its own children, workers and shells end too).
+    if (input !== undefined) watchLifeline(process.stdin, () => process.kill(process.pid, "SIGTERM"))
     const startedAtMs = Date.now()
     const agent = yield* agentSession(project, {
       ...options,

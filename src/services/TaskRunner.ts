@@ -66,7 +66,8 @@ export class TaskRunner extends Context.Tag("capsule-runtime/services/TaskRunner
   /**
    * The session is moving to another process (a fleet's shard left this runner): no queued task
    * starts here any more, and a running task cut off from now on is left as the store holds it,
-   * for the next owner's recovery, instead of ending `canceled`. Returns once no task runs here.
+   * for the next owner's recovery, instead of ending `canceled`. The running ones go on
+   * (`running` says when none is left).
    */
   readonly handOff: () => Effect.Effect<void>
 }>() {
@@ -307,6 +308,7 @@ const makeRunner = (config: TaskRunnerConfig) =>
         if (Option.isSome(capacity)) {
           if ((yield* registry.stats()).queued === 0) return void (lastPass = performance.now())
           yield* capacity.value.take
+          if (handingOff) return yield* capacity.value.give
         }
         // Its `working` frame is committed with the start.
         const next = yield* registry.startNext((task) => void log.stage(task.id, task.contextId, { _tag: "Status", state: "working", message: "working", final: false }))
@@ -408,15 +410,13 @@ const makeRunner = (config: TaskRunnerConfig) =>
 
     const running = () => FiberMap.size(fibers)
 
-    // Session end: refuse new tasks, then cancel the live ones as `session/stop` does.
-    yield* Effect.addFinalizer(() => registry.close().pipe(Effect.zipRight(stop())))
+    // Session end: refuse new tasks, then cancel the live ones as `session/stop` does; a session
+    // handed off leaves them to its next owner instead.
+    yield* Effect.addFinalizer(() => registry.close().pipe(Effect.zipRight(Effect.suspend(() => handingOff ? Effect.void : stop()))))
 
-    const handOff = Effect.fn("TaskRunner.handOff")(function*() {
-      handingOff = true
-      // The dispatcher's pass in progress ends first; from then on nothing starts.
-      yield* lock.withPermits(1)(Effect.void)
-      while ((yield* FiberMap.size(fibers)) > 0) yield* Effect.sleep("100 millis")
-    })
+    // Not under the dispatcher's lock: a pass waiting for a runner slot would hold it; the
+    // pass checks the flag again once it has the slot.
+    const handOff = () => Effect.sync(() => void (handingOff = true))
 
     return TaskRunner.of({ submit, resume, cancel, stop, running, handOff })
   }).pipe(Effect.annotateLogs({ service: "TaskRunner" }))

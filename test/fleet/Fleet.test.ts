@@ -66,6 +66,11 @@ describe.skipIf(!postgres)("a fleet of three runners over PostgreSQL", () => {
     cluster = await freshSchemaUrl()
     dirs = [await makeTickingCapsuleDir({ ticks: 30, tickMs: 100 })]
     fleet = await startFleet(3, { cluster, dirs, sessions: 6 })
+    // Shards settle on the three runners before the first task (a session moving while busy
+    // finishes its task where it is first, which would only slow the first checks down).
+    const deadline = Date.now() + 30_000
+    while ((await placement(fleet.runners[0]!)).runners.filter((runner) => runner.healthy).length < 3 && Date.now() < deadline) await sleep(200)
+    await sleep(3_000)
   }, 180_000)
 
   afterAll(async () => {
@@ -236,5 +241,22 @@ describe.skipIf(!postgres)("a fleet of three runners over PostgreSQL", () => {
         expect(terminal.has(got.result?.status?.state)).toBe(true)
       }
     }
+  }, 120_000)
+
+  it("hands a session off when its runner is stopped with SIGTERM: the running task finishes there, the queued one runs on another runner", async () => {
+    if (alive().length < 2) extra.push(await startRunner({ cluster, dirs, sessions: 6 }))
+    const sessionId = fleet.runners[0]!.sessions[5]!.session_id
+    const owner = await ownerOf(sessionId)
+    const door = alive().find((runner) => runner !== owner)!
+    const running = await postRpc(sessionUrl(door, sessionId), "message/send", message("finish me"))
+    const queued = await postRpc(sessionUrl(door, sessionId), "message/send", message("run me elsewhere"))
+    await waitForState(sessionUrl(door, sessionId), running.result.id, ["working"])
+    await sleep(500)
+    const stopped = owner.stop("SIGTERM", 40_000)
+    expect((await waitForState(sessionUrl(door, sessionId), running.result.id, ["completed", "failed", "canceled"], 40_000)).status.state).toBe("completed")
+    expect(await stopped).toBe(0)
+    expect((await waitForState(sessionUrl(door, sessionId), queued.result.id, ["completed", "failed", "canceled"], 40_000)).status.state).toBe("completed")
+    const view = await placement(door)
+    expect(view.sessions.find((session) => session.session_id === sessionId)?.runner).toBe(door.runnerAddress)
   }, 120_000)
 })
