@@ -21,26 +21,37 @@
 //   after every third activation. Targets: 1000 idle sessions < 1 GiB RSS above the empty
 //   runner; activation p50 < 50 ms.
 //
-// scaling — tasks bound by waiting (the ticking capsule: FLEET_TICKS `sleep`s of FLEET_TICK_MS,
-//   ~1.5 s a task), `--sessions FLEET_SCALING_SESSIONS` (default 12), every runner
-//   `--runner-capacity FLEET_CAPACITY` (default 4): one runner, then three, in the same run. Each
-//   runner set: wait until every runner is in the placement view, activate every session, one
-//   warm-up task in up to FLEET_CAPACITY sessions per runner, then FLEET_TASKS (default 96) non-blocking message/sends, task j to
-//   session j mod S through door j mod R, and poll `tasks/get` (through the owner's door, every
-//   FLEET_POLL_MS) until all ended. A task's latency is from just before its submit to its
-//   completed status's `timestamp` (the server's clock, the same machine); tasks/s is FLEET_TASKS
-//   over first submit → last completion. The placement split (sessions per runner) bounds the
-//   ratio: an agent session runs one task at a time, so a runner's time is at least
-//   max(tasks there / capacity, tasks per session) task-lengths; the bound is printed beside the
-//   ratio. If the split of FLEET_SCALING_SESSIONS makes the 2.4 target impossible, the part runs
-//   again with FLEET_SCALING_ESCALATE sessions (default 48; empty to skip). Targets: three/one
-//   tasks/s ≥ 2.4; p99 < 2 × median latency (three runners).
+// scaling — tasks bound by waiting, one runner vs three in the same run: the ticking capsule
+//   (bench/fleet-fixtures.mjs), `--sessions FLEET_SCALING_SESSIONS` (default 12), every runner
+//   `--runner-capacity FLEET_CAPACITY` (default 4). Variants FLEET_SCALING_VARIANTS, each
+//   `<ticks>x<tickMs>:<tasks>` (default `10x100:96,1x4000:48`): 10 × 100 ms is the brief's task
+//   (~1.6 s), but on this 2-vCPU machine it costs ~0.7 s of runner CPU (two driver turns, ten
+//   sandboxed `sleep`s, their frames), so one runner at capacity 4 already fills both CPUs;
+//   1 × 4000 ms is ~4.4 s of waiting for about the same fixed CPU, so three runners still fit.
+//   Each runner set: wait until every runner is in the placement view and healthy, activate every
+//   session, sample the runners' idle CPU for 5 s, one warm-up task in up to FLEET_CAPACITY
+//   sessions per runner, one task alone (the task-length unit), then the batch: `tasks`
+//   non-blocking message/sends, task j to session j mod S through door j mod R (8 in flight), and
+//   poll `tasks/get` through the owner's door every FLEET_POLL_MS until all ended. A task's
+//   latency is from just before its submit to its completed status's `timestamp` (the server's
+//   clock, the same machine); tasks/s is `tasks` over first submit → last completion; CPU of the
+//   runners (with their reaped children) and of PostgreSQL, and the machine's busy share, over the
+//   batch. The placement split (sessions per runner, from GET /fleet/placement) bounds the ratio:
+//   an agent session runs one task at a time, so a runner needs at least max(its tasks /
+//   capacity, tasks per session) task-lengths; that bound is printed beside the ratio. If the
+//   split makes 2.4 impossible and the three runners did not fill the CPUs (< FLEET_CPU_BOUND_SHARE,
+//   0.85), the variant runs again with FLEET_SCALING_ESCALATE sessions (default 48; empty: never).
+//   Targets: three/one tasks/s ≥ 2.4; p99 < 2 × median latency (three runners). All tasks are
+//   submitted at once, so a task's latency includes its wait in the queue: with equal tasks the
+//   latencies spread evenly from one task-length to the whole batch, and p99/median stays below 2
+//   unless some runner finishes well after the others.
 //
 // Prints a table per part; writes bench/results/fleet-<date>-<part>.json (FLEET_OUT_DIR,
 // FLEET_DATE to override). Knobs (environment): FLEET_PARTS FLEET_NS FLEET_TASK_SESSIONS
 // FLEET_ACT_SESSIONS FLEET_ACTIVATIONS FLEET_ACTIVATE_CONCURRENCY (2) FLEET_SETTLE_MS (3000)
 // FLEET_RSS_SAMPLES (5) FLEET_RSS_GAP_MS (300) FLEET_SCALING_SESSIONS FLEET_SCALING_ESCALATE
-// FLEET_CAPACITY FLEET_TASKS FLEET_TICKS FLEET_TICK_MS FLEET_POLL_MS (50) FLEET_KEEP_SCHEMAS=1
+// FLEET_CAPACITY FLEET_SCALING_VARIANTS (or FLEET_TICKS FLEET_TICK_MS FLEET_TASKS: one variant) FLEET_POLL_MS (50)
+// FLEET_CPU_BOUND_SHARE FLEET_KEEP_SCHEMAS=1
 // FLEET_RSS_CAP_MIB (12288) FLEET_MEM_FLOOR_MIB (3072): density's activation stops early (and says so) past
 // either, so a runner that grows without bound cannot take the shared machine down with it.
 // CAPSULE_RUNTIME_TEST_PG (default postgres://postgres@127.0.0.1:5432/test).
@@ -80,9 +91,17 @@ const RSS_GAP_MS = num("FLEET_RSS_GAP_MS", 300)
 const SCALING_SESSIONS = num("FLEET_SCALING_SESSIONS", 12)
 const SCALING_ESCALATE = env("FLEET_SCALING_ESCALATE", "48")
 const CAPACITY = num("FLEET_CAPACITY", 4)
-const TASKS = num("FLEET_TASKS", 96)
-const TICKS = num("FLEET_TICKS", 10)
-const TICK_MS = num("FLEET_TICK_MS", 100)
+/** Scaling variants, `<ticks>x<tickMs>:<tasks>` each; FLEET_TICKS / FLEET_TICK_MS / FLEET_TASKS, when set, make one. */
+const VARIANTS = (process.env.FLEET_TICKS || process.env.FLEET_TICK_MS || process.env.FLEET_TASKS
+  ? [`${num("FLEET_TICKS", 10)}x${num("FLEET_TICK_MS", 100)}:${num("FLEET_TASKS", 96)}`]
+  : list("FLEET_SCALING_VARIANTS", "10x100:96,1x4000:48")
+).map((spec) => {
+  const match = /^(\d+)x(\d+):(\d+)$/.exec(spec)
+  if (match === null) throw new Error(`FLEET_SCALING_VARIANTS: '${spec}' is not <ticks>x<tickMs>:<tasks>`)
+  return { name: `${match[1]}x${match[2]}`, ticks: Number(match[1]), tickMs: Number(match[2]), tasks: Number(match[3]) }
+})
+/** A three-runner set busier than this (the machine's CPU share) was bound by CPU, not by the split: more sessions would not help. */
+const CPU_BOUND_SHARE = num("FLEET_CPU_BOUND_SHARE", 0.85)
 const POLL_MS = num("FLEET_POLL_MS", 50)
 const KEEP_SCHEMAS = env("FLEET_KEEP_SCHEMAS", "") === "1"
 /** Guard: activation stops (and the figures say so) once the runner passes this RSS or the machine's MemAvailable drops below the floor. */
@@ -368,6 +387,14 @@ const cpuAccount = (pids) => {
   }
 }
 
+/** A process's CPU over `ms` of doing nothing asked of it, in ms per second. */
+const idleCpuOf = async (pid, ms = 5000) => {
+  const before = cpuOf(pid)
+  const started = Date.now()
+  await sleep(ms)
+  return round((((cpuOf(pid) ?? 0) - (before ?? 0)) * 1000) / ((Date.now() - started) / 1000), 1)
+}
+
 /** RSS after `settleMs`: `samples` readings `gapMs` apart, their median (and the tree's). */
 const settledRss = async (pid, settleMs = SETTLE_MS) => {
   await sleep(settleMs)
@@ -474,6 +501,7 @@ const densityOne = async (tree, n) => {
   try {
     if (runner.sessions.length !== n) throw new Error(`the runner lists ${runner.sessions.length} sessions, not ${n}`)
     const empty = await settledRss(runner.pid)
+    empty.idleCpuMsPerS = await idleCpuOf(runner.pid)
     const before = await placementOf(runner.url)
     log(`density N=${n}: started in ${runner.startMs} ms; empty runner ${mib(empty.bytes)} MiB (sessions_here ${before.sessions_here})`)
 
@@ -502,6 +530,7 @@ const densityOne = async (tree, n) => {
     }
     log(`density N=${n}: activated in ${activationMs} ms (tasks/get p50 ${round(median(activations.map((a) => a.ms)))} ms), sessions_here ${view.sessions_here}`)
     const idle = await settledRss(runner.pid)
+    idle.idleCpuMsPerS = await idleCpuOf(runner.pid)
     const idleView = await placementOf(runner.url)
 
     const k = Math.min(n, TASK_SESSIONS)
@@ -626,10 +655,10 @@ const density = async (tree) => {
   }
 
   console.log("\n## density (examples/hello, one runner)\n")
-  console.log("| N | start ms | empty RSS | idle RSS (all built) | per idle session | busy k | busy peak / median | per running task | after tasks | tree peak | sessions_here | activate (tasks/get) p50/p95 | stderr notes |")
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+  console.log("| N | start ms | empty RSS | idle RSS (all built) | per idle session | busy k | busy peak / median | per running task | after tasks | tree peak | sessions_here | activate (tasks/get) p50/p95 | idle CPU empty / all built | threads empty / built | stderr notes |")
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
   for (const r of runs) {
-    console.log(`| ${r.n}${r.activation.guard === undefined ? "" : ` (${r.activation.activated} built: guard)`} | ${r.startMs} | ${mib(r.empty.bytes)} MiB | ${mib(r.idle.bytes)} MiB | ${kib(r.idlePerSessionBytes)} KiB | ${r.busy.tasks} (${Object.entries(r.busy.states).map(([k, v]) => `${v} ${k}`).join(", ")}) | ${mib(r.busy.peakBytes)} / ${mib(r.busy.medianBytes)} MiB | ${mib(r.busy.perTaskBytes)} MiB | ${mib(r.after.bytes)} MiB | ${mib(r.busy.treePeakBytes)} MiB | ${r.sessionsHereAfterActivation}/${r.n} | ${r.activation.tasksGetMs.p50} / ${r.activation.tasksGetMs.p95} ms | ${r.stderr.count} |`)
+    console.log(`| ${r.n}${r.activation.guard === undefined ? "" : ` (${r.activation.activated} built: guard)`} | ${r.startMs} | ${mib(r.empty.bytes)} MiB | ${mib(r.idle.bytes)} MiB | ${kib(r.idlePerSessionBytes)} KiB | ${r.busy.tasks} (${Object.entries(r.busy.states).map(([k, v]) => `${v} ${k}`).join(", ")}) | ${mib(r.busy.peakBytes)} / ${mib(r.busy.medianBytes)} MiB | ${mib(r.busy.perTaskBytes)} MiB | ${mib(r.after.bytes)} MiB | ${mib(r.busy.treePeakBytes)} MiB | ${r.sessionsHereAfterActivation}/${r.n} | ${r.activation.tasksGetMs.p50} / ${r.activation.tasksGetMs.p95} ms | ${r.empty.idleCpuMsPerS} / ${r.idle.idleCpuMsPerS} ms/s | ${r.empty.threads} / ${r.idle.threads} | ${r.stderr.count} |`)
   }
   if (activation !== undefined) {
     console.log(`\nactivation (runner with ${activation.sessions} sessions, warm-up ${activation.warmupMs} ms): first message/send p50 ${activation.firstSendMs.p50} ms, p95 ${activation.firstSendMs.p95} ms, max ${activation.firstSendMs.max} ms (n=${activation.firstSendMs.n}); baseline, same run, message/send to a built session p50 ${activation.builtSendMs.p50} ms, p95 ${activation.builtSendMs.p95} ms (n=${activation.builtSendMs.n}); task end to end p50 ${activation.taskEndToEndMs.p50} ms`)
@@ -654,10 +683,11 @@ const boundOf = (split, sessions, tasks, capacity) => {
   return round(one / worst)
 }
 
-const scalingSet = async (dir, runnersWanted, sessions) => {
+const scalingSet = async (variant, dir, runnersWanted, sessions) => {
+  const { ticks: TICKS, tickMs: TICK_MS, tasks: TASKS } = variant
   const started = Date.now()
-  const cluster = await freshSchemaUrl(`scaling_${runnersWanted}_${sessions}`)
-  log(`scaling: ${runnersWanted} runner(s), ${sessions} sessions, capacity ${CAPACITY} (load ${load1()})`)
+  const cluster = await freshSchemaUrl(`scaling_${variant.name}_${runnersWanted}_${sessions}`)
+  log(`scaling ${variant.name}: ${runnersWanted} runner(s), ${sessions} sessions, capacity ${CAPACITY}, ${TASKS} tasks (load ${load1()})`)
   const runners = []
   const phases = {}
   let phaseStart = Date.now()
@@ -806,20 +836,24 @@ const scalingSet = async (dir, runnersWanted, sessions) => {
 
 const scaling = async (tree) => {
   const started = Date.now()
-  const dir = makeTickingDir(tree.tree, { ticks: TICKS, tickMs: TICK_MS })
   const rounds = []
-  const runRound = async (sessions) => {
-    const one = await scalingSet(dir, 1, sessions)
-    const three = await scalingSet(dir, 3, sessions)
+  const runRound = async (variant, dir, sessions) => {
+    const one = await scalingSet(variant, dir, 1, sessions)
+    const three = await scalingSet(variant, dir, 3, sessions)
     const ratio = round(three.tasksPerSecond / one.tasksPerSecond)
-    const bound = boundOf(three.split, sessions, TASKS, CAPACITY)
+    const bound = boundOf(three.split, sessions, variant.tasks, CAPACITY)
     const entry = {
+      variant: variant.name,
+      ticks: variant.ticks,
+      tickMs: variant.tickMs,
+      tasks: variant.tasks,
       sessions,
       one,
       three,
       ratio,
       boundFromSplit: bound,
       targetReachable: bound >= TARGETS.scalingRatio,
+      cpuBound: three.batchCpu.machineBusy >= CPU_BOUND_SHARE,
       ratioPass: ratio >= TARGETS.scalingRatio,
       p99Pass: three.p99OverMedian < TARGETS.p99OverMedian,
       p99PassOne: one.p99OverMedian < TARGETS.p99OverMedian
@@ -827,24 +861,34 @@ const scaling = async (tree) => {
     rounds.push(entry)
     return entry
   }
-  const first = await runRound(SCALING_SESSIONS)
-  if (!first.targetReachable && SCALING_ESCALATE !== "" && Number(SCALING_ESCALATE) !== SCALING_SESSIONS) {
-    log(`scaling: the split ${first.three.split.join("/")} of ${SCALING_SESSIONS} sessions bounds three/one at ${first.boundFromSplit} < ${TARGETS.scalingRatio}: again with ${SCALING_ESCALATE} sessions`)
-    await runRound(Number(SCALING_ESCALATE))
+  for (const variant of VARIANTS) {
+    const dir = makeTickingDir(tree.tree, { ticks: variant.ticks, tickMs: variant.tickMs, name: `ticking-${variant.name}` })
+    const first = await runRound(variant, dir, SCALING_SESSIONS)
+    if (first.targetReachable || SCALING_ESCALATE === "" || Number(SCALING_ESCALATE) === SCALING_SESSIONS) continue
+    if (first.cpuBound) {
+      log(`scaling ${variant.name}: the split ${first.three.split.join("/")} bounds three/one at ${first.boundFromSplit}, but the three runners kept the machine ${round(first.three.batchCpu.machineBusy * 100, 0)}% busy: CPU, not the split, bounds this variant; not run again with more sessions`)
+      continue
+    }
+    log(`scaling ${variant.name}: the split ${first.three.split.join("/")} of ${SCALING_SESSIONS} sessions bounds three/one at ${first.boundFromSplit} < ${TARGETS.scalingRatio}: again with ${SCALING_ESCALATE} sessions`)
+    await runRound(variant, dir, Number(SCALING_ESCALATE))
   }
-  const result = { date: DATE, machine: machine(), settings: { SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, TASKS, TICKS, TICK_MS, POLL_MS }, rounds, partMs: Date.now() - started }
+  const result = { date: DATE, machine: machine(), settings: { VARIANTS, SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, POLL_MS, CPU_BOUND_SHARE }, rounds, partMs: Date.now() - started }
 
-  console.log(`\n## scaling (ticking capsule: ${TICKS} × sleep ${TICK_MS} ms; ${TASKS} tasks; --runner-capacity ${CAPACITY})\n`)
-  console.log("| sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms | runner CPU ms/task | postgres CPU ms/task | machine busy | idle runner CPU ms/s | states | stderr notes |")
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+  console.log(`\n## scaling (ticking capsule: <ticks> × sleep <tickMs>; --runner-capacity ${CAPACITY}; one runner vs three, same run)\n`)
+  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms | runner CPU ms/task | postgres CPU ms/task | machine busy | idle runner CPU ms/s | states | stderr notes |")
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
   for (const r of rounds) {
     for (const set of [r.one, r.three]) {
-      console.log(`| ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitMs.p50} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
+      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitMs.p50} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
     }
   }
   console.log("")
   for (const r of rounds) {
-    console.log(`sessions ${r.sessions}: three/one ${r.ratio} (split ${r.three.split.join("/")} allows at most ${r.boundFromSplit}${r.targetReachable ? "" : ": the 2.4 target is out of reach with this split"}) → ${pass(r.ratioPass)}; p99 < 2 × median (three runners): ${r.three.p99OverMedian} → ${pass(r.p99Pass)} (one runner: ${r.one.p99OverMedian} → ${pass(r.p99PassOne)})`)
+    const why = [
+      r.targetReachable ? "" : ": the 2.4 target is out of reach with this split",
+      r.cpuBound ? `; the machine was ${round(r.three.batchCpu.machineBusy * 100, 0)}% busy with three runners (${r.three.cpuMsPerTask} ms runner CPU a task): bound by CPU, not waiting` : ""
+    ].join("")
+    console.log(`${r.variant} (${r.ticks} × ${r.tickMs} ms, ${r.tasks} tasks), sessions ${r.sessions}: three/one ${r.ratio} (split ${r.three.split.join("/")} allows at most ${r.boundFromSplit}${why}) → ${pass(r.ratioPass)}; p99 < 2 × median (three runners): ${r.three.p99OverMedian} → ${pass(r.p99Pass)} (one runner: ${r.one.p99OverMedian} → ${pass(r.p99PassOne)})`)
   }
   writeResult("scaling", result)
   return result

@@ -114,7 +114,6 @@ export const serveCommand = Command.make("serve", {
       if (Option.isNone(options.runnerAddress)) return yield* Flags.reportLaunchFailure("E-RUN-010", "--cluster needs --runner-address HOST:PORT: where the other runners reach this one", options.json)
       if (options.dir.length === 0) return yield* Flags.reportLaunchFailure("E-RUN-010", "--cluster needs the capsule directories the fleet serves (the same on every runner)", options.json)
       if (Option.isSome(options.grpcPort)) return yield* Flags.reportLaunchFailure("E-RUN-010", "--grpc-port is not served by a fleet runner yet: its gateway speaks JSON-RPC and HTTP+JSON", options.json)
-      if (Option.isSome(options.store)) return yield* Flags.reportLaunchFailure("E-RUN-030", "--store (or MURMUR_STORE) is not taken with --cluster: a fleet keeps everything in the --cluster database", options.json)
       const fleet = serveFleet({
         cluster: options.cluster.value,
         runnerAddress: options.runnerAddress.value,
@@ -123,7 +122,8 @@ export const serveCommand = Command.make("serve", {
         runnerCapacity: options.runnerCapacity,
         directories: options.dir,
         port: options.port,
-        json: options.json
+        json: options.json,
+        store: Option.getOrUndefined(options.store)
       }, door, session)
       return yield* Flags.launching(fleet, options.json, 1)
     }

@@ -23,6 +23,8 @@ export interface FleetFlags {
   readonly directories: ReadonlyArray<string>
   readonly port: Option.Option<number>
   readonly json: boolean
+  /** `--store` or `MURMUR_STORE`, which a fleet does not take. */
+  readonly store: string | undefined
 }
 
 /** `HOST:PORT` (an IPv6 host in brackets), or why not. */
@@ -45,6 +47,9 @@ export const serveFleet = (flags: FleetFlags, door: FleetOptions["door"], sessio
     if (refusal !== undefined) return yield* Flags.reportLaunchFailure("E-RUN-030", refusal, flags.json)
     const address = parseRunnerAddress(flags.runnerAddress)
     if (Either.isLeft(address)) return yield* Flags.reportLaunchFailure("E-RUN-010", address.left, flags.json)
+    if (flags.store !== undefined && flags.store !== "" && flags.store !== flags.cluster) {
+      return yield* Flags.reportLaunchFailure("E-RUN-030", "--store (or MURMUR_STORE) is not taken with --cluster: a fleet keeps everything in the --cluster database", flags.json)
+    }
     const chosen = doorPort(flags.port, undefined)
     const runner = fleetLayer({
       store: flags.cluster,

@@ -21,13 +21,14 @@ import { SessionIdentity } from "../services/SessionIdentity.js"
 import { SessionPort } from "../services/SessionPort.js"
 import { SessionRecord } from "../services/SessionRecord.js"
 import { FrameStore } from "../store/FrameStore.js"
+import { SessionStore } from "../store/SessionStore.js"
 import { TaskStore } from "../store/TaskStore.js"
 import { type FleetSession, FleetSessions } from "./FleetSessions.js"
 import { type DoorApp, LocalSessions } from "./LocalSessions.js"
 import { makePlacement } from "./Placement.js"
 import { remoteSession } from "./RemoteSession.js"
 import { sessionClient } from "./SessionClient.js"
-import { SessionEntity } from "./SessionEntity.js"
+import { type Described, SessionEntity } from "./SessionEntity.js"
 
 const answer = (status: number, error: string, message: string) =>
   HttpServerResponse.text(JSON.stringify({ error, message }), { status, contentType: "application/json" })
@@ -46,6 +47,7 @@ export const makeGateway = (runnerAddress: string) => Effect.gen(function*() {
   const config = yield* DoorConfig
   const tasks = yield* TaskStore
   const frames = yield* FrameStore
+  const sessionStore = yield* SessionStore
   const makeClient = yield* SessionEntity.client
   const scope = yield* Effect.scope
   const remote = new Map<string, Effect.Effect<DoorApp>>()
@@ -56,7 +58,9 @@ export const makeGateway = (runnerAddress: string) => Effect.gen(function*() {
   const buildRemote = (session: FleetSession) =>
     Effect.gen(function*() {
       const client = sessionClient(makeClient, session.sessionId)
-      const described = yield* client.call((entity) => entity.Describe())
+      // Its last owner's description, from the store; only a session never built yet is woken for it.
+      const stored = yield* sessionStore.described(session.sessionId).pipe(Effect.orElseSucceed(() => ""))
+      const described: Described = stored === "" ? yield* client.call((entity) => entity.Describe()) : JSON.parse(stored) as Described
       const identity = SessionIdentity.make(described.capsule, {
         streaming: described.streaming,
         bearer: !credentialsOf(config).open,

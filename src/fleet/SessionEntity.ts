@@ -24,8 +24,14 @@ const record = <A>(): Schema.Schema<A> => Schema.Unknown as unknown as Schema.Sc
 
 const taskId = { taskId: Schema.String }
 
+/** What a session serves, as its card needs it: built by the owner, read by any gateway. */
+export interface Described {
+  readonly capsule: CapsuleInfo
+  readonly streaming: boolean
+}
+
 export const SessionEntity = Entity.make("CapsuleSession", [
-  Rpc.make("Describe", { success: record<{ readonly capsule: CapsuleInfo; readonly streaming: boolean }>() }),
+  Rpc.make("Describe", { success: record<Described>() }),
   Rpc.make("Submit", { payload: { input: record<NewTask>() }, success: record<Acceptance>() }),
   Rpc.make("Resume", {
     payload: { ...taskId, message: record<Message>() },

@@ -11,7 +11,7 @@ import { Effect, Layer, Scope, Stream } from "effect"
 import { FleetSessions } from "../fleet/FleetSessions.js"
 import { sessionDoorApp } from "../fleet/Gateway.js"
 import { LocalSessions } from "../fleet/LocalSessions.js"
-import { SessionEntity } from "../fleet/SessionEntity.js"
+import { type Described, SessionEntity } from "../fleet/SessionEntity.js"
 import { DoorAddress } from "../services/DoorAddress.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
 import { SessionPort } from "../services/SessionPort.js"
@@ -102,7 +102,9 @@ const sessionHandlers = (options: Options, runnerAddress: string, entityId: stri
     // Runs before the session's own finalizers: a task still running when the entity closes is
     // left for the next owner's recovery ("runner lost"), not ended as if a caller canceled it.
     yield* Effect.addFinalizer(() => runner.handOff())
-    yield* (yield* SessionStore).place(session.sessionId, runnerAddress)
+    const identity = yield* Effect.provide(SessionIdentity, built)
+    const described: Described = { capsule: identity.capsule, streaming: identity.card.capabilities.streaming }
+    yield* (yield* SessionStore).place(session.sessionId, runnerAddress, JSON.stringify(described))
     yield* Effect.logInfo("fleet: session built here").pipe(Effect.annotateLogs({ tasks: recovered.tasks.length }))
     const app = yield* sessionDoorApp.pipe(Effect.provide(SessionPort.layerLocal), Effect.provide(built))
     const local = yield* LocalSessions
@@ -110,9 +112,8 @@ const sessionHandlers = (options: Options, runnerAddress: string, entityId: stri
     yield* Effect.addFinalizer(() => Effect.sync(() => local.remove(session.sessionId, app)))
     const presence = yield* stayWhileBusy.pipe(Effect.provide(built))
     const registry = yield* Effect.provide(TaskRegistry, built)
-    const identity = yield* Effect.provide(SessionIdentity, built)
     return SessionEntity.of({
-      Describe: () => Effect.succeed({ capsule: identity.capsule, streaming: identity.card.capabilities.streaming }),
+      Describe: () => Effect.succeed(described),
       Submit: ({ payload }) => runner.submit(payload.input),
       Resume: ({ payload }) => runner.resume(payload.taskId, payload.message),
       Cancel: ({ payload }) => runner.cancel(payload.taskId),

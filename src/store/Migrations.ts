@@ -73,11 +73,16 @@ const pushAndDelegations = Effect.gen(function*() {
   )`
 })
 
-/** Which runner of a fleet built each session last, and when (the placement view reads it). */
+/**
+ * Which runner of a fleet built each session last, and when (the placement view reads it); what
+ * the session's capsule is, as its owner described it (a gateway builds the card from it without
+ * waking the session).
+ */
 const sessionPlacement = Effect.gen(function*() {
   const sql = yield* SqlClient
   yield* sql`ALTER TABLE sessions ADD COLUMN runner TEXT NOT NULL DEFAULT ''`
   yield* sql`ALTER TABLE sessions ADD COLUMN placed_at TEXT NOT NULL DEFAULT ''`
+  yield* sql`ALTER TABLE sessions ADD COLUMN described TEXT NOT NULL DEFAULT ''`
 })
 
 /** Every migration, by `<id>_<name>`; a new one is added at the end, never edited once released. */

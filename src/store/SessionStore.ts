@@ -32,8 +32,10 @@ export interface Placement {
 
 export class SessionStore extends Context.Tag("capsule-runtime/store/SessionStore")<SessionStore, {
   readonly claim: (claim: SessionClaim) => Effect.Effect<ClaimedSession, StoreFailed>
-  /** Records that `runner` (a fleet runner's address) now holds the session. */
-  readonly place: (sessionId: string, runner: string) => Effect.Effect<void, StoreFailed>
+  /** Records that `runner` (a fleet runner's address) now holds the session, and what it serves (`described`, JSON). */
+  readonly place: (sessionId: string, runner: string, described: string) => Effect.Effect<void, StoreFailed>
+  /** What the session's last owner said it serves (`place`'s `described`); `""` before any. */
+  readonly described: (sessionId: string) => Effect.Effect<string, StoreFailed>
   /** Every session with the runner that built it last (`""`: none yet). */
   readonly placement: () => Effect.Effect<ReadonlyArray<Placement>, StoreFailed>
 }>() {
@@ -62,10 +64,15 @@ export class SessionStore extends Context.Tag("capsule-runtime/store/SessionStor
           options = ${claim.options}, started_at = ${now} WHERE id = ${sessionId}`
         return { sessionId, resumed: true }
       }).pipe(Effect.mapError(failedTo("claim of the session"))),
-    place: (sessionId, runner) =>
-      sql`UPDATE sessions SET runner = ${runner}, placed_at = ${new Date().toISOString()} WHERE id = ${sessionId}`.pipe(
+    place: (sessionId, runner, described) =>
+      sql`UPDATE sessions SET runner = ${runner}, placed_at = ${new Date().toISOString()}, described = ${described} WHERE id = ${sessionId}`.pipe(
         Effect.asVoid,
         Effect.mapError(failedTo("write of the session's placement"))
+      ),
+    described: (sessionId) =>
+      sql<{ readonly described: string }>`SELECT described FROM sessions WHERE id = ${sessionId}`.pipe(
+        Effect.map((rows) => rows[0]?.described ?? ""),
+        Effect.mapError(failedTo("read of sessions"))
       ),
     placement: () =>
       sql<{ readonly id: string; readonly capsule_name: string; readonly runner: string; readonly placed_at: string }>`
@@ -77,9 +84,11 @@ export class SessionStore extends Context.Tag("capsule-runtime/store/SessionStor
 
   static readonly layerMemory = Layer.sync(SessionStore, () => {
     const byKey = new Map<string, string>()
-    const placed = new Map<string, Placement>()
+    const placed = new Map<string, Placement & { readonly described: string }>()
     return SessionStore.of({
-      place: (sessionId, runner) => Effect.sync(() => void placed.set(sessionId, { sessionId, capsuleName: "", runner, placedAt: new Date().toISOString() })),
+      place: (sessionId, runner, described) =>
+        Effect.sync(() => void placed.set(sessionId, { sessionId, capsuleName: "", runner, placedAt: new Date().toISOString(), described })),
+      described: (sessionId) => Effect.sync(() => placed.get(sessionId)?.described ?? ""),
       placement: () => Effect.sync(() => [...byKey.values()].map((sessionId) => placed.get(sessionId) ?? { sessionId, capsuleName: "", runner: "", placedAt: "" })),
       claim: (claim) =>
         Effect.sync(() => {
