@@ -76,6 +76,8 @@ export const existingArg = (name: string, kind: "directory" | "file", descriptio
     Args.mapEffect((path) => {
       const found = kindOf(path)
       if (found === kind) return Effect.succeed(path)
+      // A repeated argument takes what follows it, an unknown flag included: say which it is.
+      if (found === "missing" && path.startsWith("-")) return refuseArg(name, `'${path}' is an unknown flag, not an existing ${kind}`)
       return refuseArg(name, found === "missing" ? `'${path}' does not exist; expected an existing ${kind}` : `'${path}' is not a ${kind}; expected an existing ${kind}`)
     })
   )

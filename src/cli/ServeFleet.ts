@@ -47,6 +47,9 @@ export const serveFleet = (flags: FleetFlags, door: FleetOptions["door"], sessio
     if (refusal !== undefined) return yield* Flags.reportLaunchFailure("E-RUN-030", refusal, flags.json)
     const address = parseRunnerAddress(flags.runnerAddress)
     if (Either.isLeft(address)) return yield* Flags.reportLaunchFailure("E-RUN-010", address.left, flags.json)
+    if (flags.publicUrl !== undefined && !/^https?:\/\/[^/]/.test(flags.publicUrl)) {
+      return yield* Flags.reportLaunchFailure("E-RUN-010", `--public-url '${flags.publicUrl}' is not an http:// or https:// URL`, flags.json)
+    }
     if (flags.store !== undefined && flags.store !== "" && flags.store !== flags.cluster) {
       return yield* Flags.reportLaunchFailure("E-RUN-030", "--store (or MURMUR_STORE) is not taken with --cluster: a fleet keeps everything in the --cluster database", flags.json)
     }

@@ -115,8 +115,10 @@ describe("a bad value is one coded line naming the flag", () => {
     [["watch", "http://127.0.0.1:9/", "--width", "3"], "--width: '3' is out of range; expected an integer ≥ 8"],
     [["watch", "http://127.0.0.1:9/", "--last-event-id", "-5"], "--last-event-id: '-5' is out of range; expected an integer ≥ 0"],
     [["watch", "http://127.0.0.1:9/", "--last-event-id", "x"], "--last-event-id: 'x' is not an integer; expected an integer ≥ 0"],
+    // serve takes several directories (a fleet): an unknown flag after one is read as another.
+    [["serve", capsule, "--bogus"], "<dir>: '--bogus' is an unknown flag, not an existing directory"],
     // @effect/cli's own usage errors, coded alike.
-    [["serve", capsule, "--bogus"], "Received unknown argument: '--bogus'"],
+    [["run", capsule, "--bogus"], "Received unknown argument: '--bogus'"],
     [["run"], "Missing argument <dir>"],
     [["send"], "Missing argument <url>"],
     [["bogus"], "Invalid subcommand for capsule-runtime - use one of 'serve', 'run', 'new', 'build', 'inspect', 'validate', 'watch', 'send', 'chat'"]

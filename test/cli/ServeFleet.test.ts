@@ -17,6 +17,7 @@ describe("serve --cluster refuses", () => {
     [["--cluster", pg, "--runner-address", "127.0.0.1:34431"], "E-RUN-010", "needs the capsule directories"],
     [["--cluster", pg, "--runner-address", "127.0.0.1:34431", "--store", "memory", hello], "E-RUN-030", "--store (or MURMUR_STORE) is not taken with --cluster"],
     [["--cluster", pg, "--runner-address", "127.0.0.1:34431", "--grpc-port", "0", hello], "E-RUN-010", "--grpc-port is not served by a fleet runner"],
+    [["--cluster", pg, "--runner-address", "127.0.0.1:34431", "--public-url", "agents.example.com", hello], "E-RUN-010", "is not an http:// or https:// URL"],
     [[hello, hello], "E-RUN-010", "several are served by a fleet (--cluster)"]
   ])("serve %j: %s", async (args, code, message) => {
     const result = await runCli(["serve", ...args], { MURMUR_STORE: "" })
