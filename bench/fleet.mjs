@@ -39,8 +39,9 @@
 //   batch. The placement split (sessions per runner, from GET /fleet/placement) bounds the ratio:
 //   an agent session runs one task at a time, so a runner needs at least max(its tasks /
 //   capacity, tasks per session) task-lengths; that bound is printed beside the ratio. If the
-//   split makes 2.4 impossible and the three runners did not fill the CPUs (< FLEET_CPU_BOUND_SHARE,
-//   0.85), the variant runs again with FLEET_SCALING_ESCALATE sessions (default 48; empty: never).
+//   split leaves no room for 2.4 (its bound < 2.4 × FLEET_ESCALATE_MARGIN, 1.1) and the three runners
+//   did not fill the CPUs (< FLEET_CPU_BOUND_SHARE, 0.85), the variant runs again with
+//   FLEET_SCALING_ESCALATE sessions (default 48; empty: never) and at least two tasks a session.
 //   Targets: three/one tasks/s ≥ 2.4; p99 < 2 × median latency (three runners). All tasks are
 //   submitted at once, so a task's latency includes its wait in the queue: with equal tasks the
 //   latencies spread evenly from one task-length to the whole batch, and p99/median stays below 2
@@ -51,7 +52,7 @@
 // FLEET_ACT_SESSIONS FLEET_ACTIVATIONS FLEET_ACTIVATE_CONCURRENCY (2) FLEET_SETTLE_MS (3000)
 // FLEET_RSS_SAMPLES (5) FLEET_RSS_GAP_MS (300) FLEET_SCALING_SESSIONS FLEET_SCALING_ESCALATE
 // FLEET_CAPACITY FLEET_SCALING_VARIANTS (or FLEET_TICKS FLEET_TICK_MS FLEET_TASKS: one variant) FLEET_POLL_MS (50)
-// FLEET_CPU_BOUND_SHARE FLEET_KEEP_SCHEMAS=1
+// FLEET_CPU_BOUND_SHARE FLEET_ESCALATE_MARGIN (1.1) FLEET_KEEP_SCHEMAS=1 FLEET_OUT_SUFFIX (fleet-<date>-<part>-<suffix>.json)
 // FLEET_RSS_CAP_MIB (12288) FLEET_MEM_FLOOR_MIB (3072): density's activation stops early (and says so) past
 // either, so a runner that grows without bound cannot take the shared machine down with it.
 // CAPSULE_RUNTIME_TEST_PG (default postgres://postgres@127.0.0.1:5432/test).
@@ -102,6 +103,9 @@ const VARIANTS = (process.env.FLEET_TICKS || process.env.FLEET_TICK_MS || proces
 })
 /** A three-runner set busier than this (the machine's CPU share) was bound by CPU, not by the split: more sessions would not help. */
 const CPU_BOUND_SHARE = num("FLEET_CPU_BOUND_SHARE", 0.85)
+/** A split whose bound is below target × this leaves no room for any overhead: escalate then too. */
+const ESCALATE_MARGIN = num("FLEET_ESCALATE_MARGIN", 1.1)
+const OUT_SUFFIX = env("FLEET_OUT_SUFFIX", "")
 const POLL_MS = num("FLEET_POLL_MS", 50)
 const KEEP_SCHEMAS = env("FLEET_KEEP_SCHEMAS", "") === "1"
 /** Guard: activation stops (and the figures say so) once the runner passes this RSS or the machine's MemAvailable drops below the floor. */
@@ -381,7 +385,9 @@ const cpuAccount = (pids) => {
         seconds: round(seconds, 2),
         runnersCpuS: pids.map((pid, i) => round((cpuOf(pid) ?? 0) - (before[i] ?? 0), 2)),
         postgresCpuS: round(postgresCpu() - pgBefore, 2),
-        machineBusy: round((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total), 3)
+        machineBusy: round((machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total), 3),
+        /** The share of the machine's CPUs the runners and PostgreSQL used (the rest of `machineBusy` was other processes). */
+        fleetShare: round((pids.reduce((sum, pid, i) => sum + ((cpuOf(pid) ?? 0) - (before[i] ?? 0)), 0) + postgresCpu() - pgBefore) / (seconds * os.cpus().length), 3)
       }
     }
   }
@@ -729,6 +735,7 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
     phase("placementSettled")
     const activationStats = stats(activations.map((a) => a.ms))
     log(`scaling: placement ${split.join("/")} (sessions_here ${here.join("/")}), activation tasks/get p50 ${activationStats.p50} ms, max ${activationStats.max} ms`)
+    await sleep(2000)
     const idleAccount = cpuAccount(runners.map((r) => r.pid))
     await sleep(5000)
     const idleCpu = idleAccount.end()
@@ -864,22 +871,25 @@ const scaling = async (tree) => {
   for (const variant of VARIANTS) {
     const dir = makeTickingDir(tree.tree, { ticks: variant.ticks, tickMs: variant.tickMs, name: `ticking-${variant.name}` })
     const first = await runRound(variant, dir, SCALING_SESSIONS)
-    if (first.targetReachable || SCALING_ESCALATE === "" || Number(SCALING_ESCALATE) === SCALING_SESSIONS) continue
+    if (first.boundFromSplit >= TARGETS.scalingRatio * ESCALATE_MARGIN || SCALING_ESCALATE === "" || Number(SCALING_ESCALATE) === SCALING_SESSIONS) continue
     if (first.cpuBound) {
       log(`scaling ${variant.name}: the split ${first.three.split.join("/")} bounds three/one at ${first.boundFromSplit}, but the three runners kept the machine ${round(first.three.batchCpu.machineBusy * 100, 0)}% busy: CPU, not the split, bounds this variant; not run again with more sessions`)
       continue
     }
-    log(`scaling ${variant.name}: the split ${first.three.split.join("/")} of ${SCALING_SESSIONS} sessions bounds three/one at ${first.boundFromSplit} < ${TARGETS.scalingRatio}: again with ${SCALING_ESCALATE} sessions`)
-    await runRound(variant, dir, Number(SCALING_ESCALATE))
+    // At least two tasks a session, so a runner's share is not one round.
+    const more = Number(SCALING_ESCALATE)
+    const escalated = { ...variant, tasks: Math.max(variant.tasks, 2 * more) }
+    log(`scaling ${variant.name}: the split ${first.three.split.join("/")} of ${SCALING_SESSIONS} sessions bounds three/one at ${first.boundFromSplit} (< ${TARGETS.scalingRatio} × ${ESCALATE_MARGIN}): again with ${more} sessions, ${escalated.tasks} tasks`)
+    await runRound(escalated, dir, more)
   }
   const result = { date: DATE, machine: machine(), settings: { VARIANTS, SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, POLL_MS, CPU_BOUND_SHARE }, rounds, partMs: Date.now() - started }
 
   console.log(`\n## scaling (ticking capsule: <ticks> × sleep <tickMs>; --runner-capacity ${CAPACITY}; one runner vs three, same run)\n`)
-  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms | runner CPU ms/task | postgres CPU ms/task | machine busy | idle runner CPU ms/s | states | stderr notes |")
+  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms | runner CPU ms/task | postgres CPU ms/task | machine busy (fleet's share) | idle runner CPU ms/s | states | stderr notes |")
   console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
   for (const r of rounds) {
     for (const set of [r.one, r.three]) {
-      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitMs.p50} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
+      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitMs.p50} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% (${round(set.batchCpu.fleetShare * 100, 0)}%) | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
     }
   }
   console.log("")
@@ -900,7 +910,7 @@ const machine = () => ({ node: process.version, cpus: os.cpus().length, model: o
 
 const writeResult = (part, result) => {
   mkdirSync(OUT_DIR, { recursive: true })
-  const file = join(OUT_DIR, `fleet-${DATE}-${part}.json`)
+  const file = join(OUT_DIR, `fleet-${DATE}-${part}${OUT_SUFFIX === "" ? "" : `-${OUT_SUFFIX}`}.json`)
   writeFileSync(file, JSON.stringify(result, null, 2) + "\n")
   log(`wrote ${file}`)
 }

@@ -24,7 +24,14 @@ export interface DirectoryOptions extends Options {
   readonly workdir?: string | undefined
   /** Without `workdir`: session workdirs kept under `<dir>/workdir/`, this one included; absent: none pruned. */
   readonly keepSessions?: number | undefined
+  /**
+   * The directory as loaded already: sessions of one directory share it (a fleet runner builds
+   * many), with its components' bytes, instead of each reading and holding its own copy.
+   */
+  readonly loaded?: LoadedDirectory | undefined
 }
+
+export type LoadedDirectory = Effect.Effect.Success<ReturnType<typeof loadAnyProject>>
 
 /** Prunes before this session starts and marks it running; the line to tell the operator, if any. */
 const keepNewest = (capsuleDir: string, keep: number, sessionId: string) =>
@@ -66,7 +73,7 @@ const sessionFor = (directory: string, name: string, version: string, options: D
 export const loadDirectory = (directory: string, options: DirectoryOptions = {}) =>
   Effect.gen(function*() {
     const host = yield* HostEnvironment
-    const loaded = yield* loadAnyProject(directory, host.env)
+    const loaded = options.loaded ?? (yield* loadAnyProject(directory, host.env))
     const session = yield* sessionFor(directory, loaded.project.manifest.name, loaded.project.manifest.version, options)
     const sessionId = session.sessionId
     const notes = options.workdir === undefined && options.keepSessions !== undefined

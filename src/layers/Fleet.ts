@@ -15,6 +15,7 @@ import { makeGateway } from "../fleet/Gateway.js"
 import { LocalSessions } from "../fleet/LocalSessions.js"
 import { reconcile } from "../fleet/Reconciler.js"
 import { loadAnyProject } from "../project/CapsuleProject.js"
+import type { LoadedDirectory } from "./Directory.js"
 import { RunnerCapacity } from "../services/RunnerCapacity.js"
 import { SessionStores } from "../store/SessionStores.js"
 import { type ClusterSettings, clusterLayer } from "./Cluster.js"
@@ -42,14 +43,18 @@ export interface FleetOptions extends ClusterSettings {
 /** The key a directory's n-th session is claimed under: its real path, then `#n` after the first. */
 const sessionKey = (directory: string, index: number) => (index === 0 ? realpathSync(directory) : `${realpathSync(directory)}#${index}`)
 
-/** Claims every session of the fleet (the same ids on every runner, whoever claims first). */
-const claimSessions = (options: FleetOptions, base: string) =>
+/**
+ * Claims every session of the fleet (the same ids on every runner, whoever claims first); each
+ * directory is loaded once, and its sessions share what was loaded (`projects`).
+ */
+const claimSessions = (options: FleetOptions, base: string, projects: Map<string, LoadedDirectory>) =>
   Effect.gen(function*() {
     const stores = yield* SessionStores
     const host = yield* HostEnvironment
     const sessions: Array<FleetSession> = []
     for (const directory of options.directories) {
       const loaded = yield* loadAnyProject(directory, host.env)
+      projects.set(loaded.project.directory, loaded)
       const { name, version } = loaded.project.manifest
       for (let index = 0; index < options.sessionsPerDirectory; index++) {
         const claimed = yield* stores.claim({
@@ -75,15 +80,16 @@ const gatewayLayer = (runnerAddress: string) => Layer.scopedDiscard(Effect.gen(f
 
 /** A runner: the gateway on its door, the entities it may host, the cluster and the store. */
 export const fleetLayer = (options: FleetOptions) => {
+  const projects = new Map<string, LoadedDirectory>()
   const sessions = Layer.effect(
     FleetSessions,
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
-      return FleetSessions.make(yield* claimSessions(options, options.publicUrl ?? serverUrl(server.address)))
+      return FleetSessions.make(yield* claimSessions(options, options.publicUrl ?? serverUrl(server.address), projects))
     })
   )
   const address = `${options.runnerAddress.host}:${options.runnerAddress.port}`
-  const entity = fleetEntityLayer(options.session, address).pipe(Layer.provide(RunnerCapacity.layer(options.runnerCapacity)))
+  const entity = fleetEntityLayer(options.session, address, projects).pipe(Layer.provide(RunnerCapacity.layer(options.runnerCapacity)))
   const reconciler = Layer.scopedDiscard(Effect.forkScoped(reconcile("2 seconds")))
   const retention = Layer.scopedDiscard(Effect.flatMap(Sharding.Sharding, (sharding) => sharding.registerSingleton("capsule-runtime/fleet/retention", clusterRetention())))
   return Layer.mergeAll(gatewayLayer(address), entity, reconciler, retention).pipe(

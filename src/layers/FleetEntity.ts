@@ -19,7 +19,7 @@ import { TaskRegistry } from "../services/TaskRegistry.js"
 import { runnerLostMessage, TaskRunner } from "../services/TaskRunner.js"
 import { SessionStore } from "../store/SessionStore.js"
 import { SessionStores } from "../store/SessionStores.js"
-import { prepareDirectory } from "./Directory.js"
+import { type LoadedDirectory, prepareDirectory } from "./Directory.js"
 import type { Options } from "./Session.js"
 
 /**
@@ -72,15 +72,15 @@ const stayWhileBusy = Effect.gen(function*() {
   return { hold }
 })
 
-const buildSession = (options: Options, runnerAddress: string) =>
-  Effect.flatMap(Entity.CurrentAddress, (address) => sessionHandlers(options, runnerAddress, address.entityId).pipe(
+const buildSession = (options: Options, runnerAddress: string, projects: ReadonlyMap<string, LoadedDirectory>) =>
+  Effect.flatMap(Entity.CurrentAddress, (address) => sessionHandlers(options, runnerAddress, address.entityId, projects).pipe(
     // The cluster builds an entity with no log annotations; everything the session forks from
     // here (its dispatcher, its tasks) carries the runner and the session in its logs and spans.
     Effect.annotateLogs({ runner: runnerAddress, session: address.entityId }),
     Effect.annotateSpans({ "murmur.runner": runnerAddress, "murmur.session": address.entityId })
   ))
 
-const sessionHandlers = (options: Options, runnerAddress: string, entityId: string) =>
+const sessionHandlers = (options: Options, runnerAddress: string, entityId: string, projects: ReadonlyMap<string, LoadedDirectory>) =>
   Effect.gen(function*() {
     const sessions = yield* FleetSessions
     const session = sessions.get(entityId)
@@ -91,7 +91,8 @@ const sessionHandlers = (options: Options, runnerAddress: string, entityId: stri
       ...options,
       sessionId: session.sessionId,
       journal: stores.journal(session.sessionId, recovered),
-      runner: { ...options.runner, interruptedMessage: runnerLostMessage }
+      runner: { ...options.runner, interruptedMessage: runnerLostMessage },
+      loaded: projects.get(session.directory)
     })
     const scope = yield* Scope.Scope
     const built = yield* Layer.buildWithScope(
@@ -127,6 +128,6 @@ const sessionHandlers = (options: Options, runnerAddress: string, entityId: stri
     Effect.orDie
   )
 
-export const fleetEntityLayer = (options: Options, runnerAddress: string) =>
-  SessionEntity.toLayer(buildSession(options, runnerAddress), { concurrency: "unbounded" })
+export const fleetEntityLayer = (options: Options, runnerAddress: string, projects: ReadonlyMap<string, LoadedDirectory>) =>
+  SessionEntity.toLayer(buildSession(options, runnerAddress, projects), { concurrency: "unbounded" })
 

@@ -8,13 +8,12 @@
  * `{"event":"listening","url":…,"runner":"host:port","sessions":[{"session_id","capsule","url"}]}`
  * (or, on a launch failure, the `exit` event of src/cli/LaunchFailure.ts).
  *
- * Only Node built-ins (and the CLI cache path) are used, not test/lib/Door.ts: that file loads
- * src/ (moving under cluster work), and its SSE parser turns ids into numbers, while a fleet's
- * event ids are whatever the runners say they are.
+ * Event ids are handed on as the runners wrote them (strings), for `Last-Event-ID`.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { cliCacheDir } from "./CapsuleDirs.js"
+import { sseEvents } from "./Door.js"
 
 const main = new URL("../../dist/main.js", import.meta.url).pathname
 
@@ -268,37 +267,14 @@ export async function* sseFrames(
   if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
     throw new SseRefused(response.status, await response.text())
   }
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffer = ""
-  try {
-    while (true) {
-      const { done, value } = await reader.read()
-      if (done) return
-      buffer = (buffer + decoder.decode(value, { stream: true })).replace(/\r\n/g, "\n")
-      let end: number
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const frame = parseBlock(buffer.slice(0, end))
-        buffer = buffer.slice(end + 2)
-        if (frame !== undefined) yield frame
-      }
+  for await (const event of sseEvents(response)) {
+    // Keep-alive comments carry nothing a test reads.
+    if (event.id === undefined && event.event === undefined && event.data === undefined) continue
+    yield {
+      ...(event.id === undefined ? {} : { id: String(event.id) }),
+      ...(event.event === undefined ? {} : { event: event.event }),
+      ...(event.data === undefined ? {} : { data: event.data })
     }
-  } finally {
-    await reader.cancel().catch(() => undefined)
   }
 }
 
-/** One SSE block (WHATWG field rules: one optional space after the colon, data lines joined). */
-const parseBlock = (block: string): SseFrame | undefined => {
-  const frame: { id?: string; event?: string; data?: string } = {}
-  for (const line of block.split("\n")) {
-    if (line.length === 0 || line.startsWith(":")) continue
-    const colon = line.indexOf(":")
-    const field = colon < 0 ? line : line.slice(0, colon)
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "")
-    if (field === "id") frame.id = value
-    else if (field === "event") frame.event = value
-    else if (field === "data") frame.data = frame.data === undefined ? value : `${frame.data}\n${value}`
-  }
-  return frame.id === undefined && frame.event === undefined && frame.data === undefined ? undefined : frame
-}
