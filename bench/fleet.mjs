@@ -55,7 +55,8 @@
 // FLEET_CPU_BOUND_SHARE FLEET_ESCALATE_MARGIN (1.1) FLEET_KEEP_SCHEMAS=1 FLEET_OUT_SUFFIX (fleet-<date>-<part>-<suffix>.json)
 // FLEET_RSS_CAP_MIB (12288) FLEET_MEM_FLOOR_MIB (3072): density's activation stops early (and says so) past
 // either, so a runner that grows without bound cannot take the shared machine down with it.
-// CAPSULE_RUNTIME_TEST_PG (default postgres://postgres@127.0.0.1:5432/test).
+// CAPSULE_RUNTIME_TEST_PG (default postgres://postgres@127.0.0.1:5432/test): the server; the run creates a database
+// of its own there and a schema per runner set in it (FLEET_PG_ISOLATION=schema: schemas of that database itself).
 // FLEET_SNAPSHOT=0: runners start from dist/ itself rather than a copy taken at the start.
 // Runners get PATH, HOME, a temporary MURMUR_HOME and the CLI component cache (.cache/cli-components),
 // never MURMUR_STORE (a runner's store is the cluster's); every runner started is killed on exit.
@@ -90,7 +91,8 @@ const SETTLE_MS = num("FLEET_SETTLE_MS", 3000)
 const RSS_SAMPLES = num("FLEET_RSS_SAMPLES", 5)
 const RSS_GAP_MS = num("FLEET_RSS_GAP_MS", 300)
 const SCALING_SESSIONS = num("FLEET_SCALING_SESSIONS", 12)
-const SCALING_ESCALATE = env("FLEET_SCALING_ESCALATE", "48")
+/** Empty (set but empty) means never: unlike the other knobs, an empty value is not the default here. */
+const SCALING_ESCALATE = process.env.FLEET_SCALING_ESCALATE ?? "48"
 const CAPACITY = num("FLEET_CAPACITY", 4)
 /** Scaling variants, `<ticks>x<tickMs>:<tasks>` each; FLEET_TICKS / FLEET_TICK_MS / FLEET_TASKS, when set, make one. */
 const VARIANTS = (process.env.FLEET_TICKS || process.env.FLEET_TICK_MS || process.env.FLEET_TASKS
@@ -107,6 +109,7 @@ const CPU_BOUND_SHARE = num("FLEET_CPU_BOUND_SHARE", 0.85)
 const ESCALATE_MARGIN = num("FLEET_ESCALATE_MARGIN", 1.1)
 const OUT_SUFFIX = env("FLEET_OUT_SUFFIX", "")
 const POLL_MS = num("FLEET_POLL_MS", 50)
+/** Keep the run's database (or schemas) for a look afterwards. */
 const KEEP_SCHEMAS = env("FLEET_KEEP_SCHEMAS", "") === "1"
 /** Guard: activation stops (and the figures say so) once the runner passes this RSS or the machine's MemAvailable drops below the floor. */
 const RSS_CAP_MIB = num("FLEET_RSS_CAP_MIB", 12_288)
@@ -137,11 +140,21 @@ const median = (xs) => pct(xs, 0.5)
 const stats = (xs) => ({ n: xs.length, min: round(Math.min(...xs)), p50: round(pct(xs, 0.5)), p95: round(pct(xs, 0.95)), p99: round(pct(xs, 0.99)), max: round(Math.max(...xs)) })
 
 // ---------------------------------------------------------------------------------------------
-// PostgreSQL: one fresh schema per runner set
+// PostgreSQL: a fresh database for the run, a fresh schema in it per runner set.
+//
+// Why a database and not only a schema: @effect/cluster's shard locks are PostgreSQL advisory
+// locks numbered 1000000 + shard (SqlRunnerStorage), and advisory locks are per database, not per
+// schema. A fleet in another schema of the same database (a test's, another bench's) holds the
+// same 300 lock numbers, so a runner here could not take the shards it holds (its sessions wait
+// for them), and the other fleet could not take ours. FLEET_PG_ISOLATION=schema uses schemas of
+// CAPSULE_RUNTIME_TEST_PG's database instead (as test/lib/Postgres.ts does).
 
+const ISOLATION = env("FLEET_PG_ISOLATION", "database")
+let clusterBase = PG_BASE
+let benchDatabase
 const schemas = []
-const sqlOnce = async (statement) => {
-  const client = new pg.Client({ connectionString: PG_BASE, connectionTimeoutMillis: 3000 })
+const sqlOnce = async (statement, base = PG_BASE) => {
+  const client = new pg.Client({ connectionString: base, connectionTimeoutMillis: 3000 })
   await client.connect()
   try {
     return await client.query(statement)
@@ -151,14 +164,32 @@ const sqlOnce = async (statement) => {
 }
 const freshSchemaUrl = async (label) => {
   const schema = `fleet_bench_${process.pid}_${Date.now()}_${schemas.length + 1}_${label}`.replace(/[^a-z0-9_]/g, "_")
-  await sqlOnce(`CREATE SCHEMA ${schema}`)
+  await sqlOnce(`CREATE SCHEMA ${schema}`, clusterBase)
   schemas.push(schema)
-  const url = new URL(PG_BASE)
+  const url = new URL(clusterBase)
   url.searchParams.set("options", `-c search_path=${schema}`)
   return url.toString()
 }
+const prepareDatabase = async () => {
+  if (ISOLATION !== "database") return
+  const name = `fleet_bench_${process.pid}_${Date.now()}`
+  try {
+    await sqlOnce(`CREATE DATABASE ${name}`)
+  } catch (error) {
+    log(`could not create a database (${error.message}): schemas of ${PG_BASE} instead, where another fleet would contend for the same shard locks`)
+    return
+  }
+  benchDatabase = name
+  const url = new URL(PG_BASE)
+  url.pathname = `/${name}`
+  clusterBase = url.toString()
+}
 const dropSchemas = async () => {
   if (KEEP_SCHEMAS) return
+  if (benchDatabase !== undefined) {
+    await sqlOnce(`DROP DATABASE IF EXISTS ${benchDatabase} WITH (FORCE)`).catch((error) => log(`could not drop database ${benchDatabase}: ${error.message}`))
+    return
+  }
   for (const schema of schemas.splice(0)) await sqlOnce(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error) => log(`could not drop ${schema}: ${error.message}`))
 }
 
@@ -652,7 +683,7 @@ const density = async (tree) => {
   const runs = []
   for (const n of NS) runs.push(await densityOne(tree, n))
   const activation = ACTIVATIONS > 0 ? await activationLatency(tree) : undefined
-  const result = { date: DATE, machine: machine(), settings: { NS, TASK_SESSIONS, ACTIVATE_CONCURRENCY, SETTLE_MS, RSS_SAMPLES, RSS_GAP_MS, ACT_SESSIONS, ACTIVATIONS }, runs, activation, partMs: Date.now() - started }
+  const result = { date: DATE, machine: machine(), run: runInfo(), settings: { NS, TASK_SESSIONS, ACTIVATE_CONCURRENCY, SETTLE_MS, RSS_SAMPLES, RSS_GAP_MS, ACT_SESSIONS, ACTIVATIONS }, runs, activation, partMs: Date.now() - started }
   const largest = runs.find((r) => r.n === 1000) ?? runs.at(-1)
   const idleAbove = largest.activation.guard === undefined ? largest.idle.bytes - largest.empty.bytes : largest.idlePerSessionBytes * largest.n
   result.targets = {
@@ -719,7 +750,7 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
     const activations = await pool(ids, 2, async (id, i) => {
       const one = await activate(sessionUrl(doors[i % doors.length], id))
       if (one.ms > 10_000) log(`scaling: activating session ${id} through ${doors[i % doors.length]} took ${round(one.ms)} ms`)
-      return { ...one, id }
+      return { ...one, id, door: doors[i % doors.length] }
     })
     phase("activate")
     let views = await Promise.all(doors.map(placementOf))
@@ -734,6 +765,10 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
     const doorOf = (id) => runners.find((r) => r.runnerAddress === ownerOf.get(id))?.url ?? doors[0]
     phase("placementSettled")
     const activationStats = stats(activations.map((a) => a.ms))
+    /** Whether `door` is the door of the runner that owns session `id` (a local call) or another's (through the cluster). */
+    const isOwnerDoor = (door, id) => doorOf(id) === door
+    const activationLocal = activations.filter((a) => isOwnerDoor(a.door, a.id)).map((a) => a.ms)
+    const activationRemote = activations.filter((a) => !isOwnerDoor(a.door, a.id)).map((a) => a.ms)
     log(`scaling: placement ${split.join("/")} (sessions_here ${here.join("/")}), activation tasks/get p50 ${activationStats.p50} ms, max ${activationStats.max} ms`)
     await sleep(2000)
     const idleAccount = cpuAccount(runners.map((r) => r.pid))
@@ -809,6 +844,8 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
       startMs: runners.map((r) => r.startMs),
       phasesMs: phases,
       activationMs: activationStats,
+      activationOwnerDoorMs: activationLocal.length === 0 ? undefined : stats(activationLocal),
+      activationOtherDoorMs: activationRemote.length === 0 ? undefined : stats(activationRemote),
       activationSlow: activations.filter((a) => a.ms > 2000).map((a) => ({ id: a.id, ms: round(a.ms) })),
       soloTaskMs: soloMs,
       idleCpu,
@@ -823,6 +860,8 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
       states,
       submitWallMs: submitWall,
       submitMs: stats(tasks.map((t) => t.submitMs)),
+      submitOwnerDoorMs: stats(tasks.filter((t) => isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
+      submitOtherDoorMs: runnersWanted === 1 ? undefined : stats(tasks.filter((t) => !isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
       wallMs,
       tasksPerSecond: round(TASKS / (wallMs / 1000), 3),
       latencyMs: stats(latencies),
@@ -882,14 +921,14 @@ const scaling = async (tree) => {
     log(`scaling ${variant.name}: the split ${first.three.split.join("/")} of ${SCALING_SESSIONS} sessions bounds three/one at ${first.boundFromSplit} (< ${TARGETS.scalingRatio} × ${ESCALATE_MARGIN}): again with ${more} sessions, ${escalated.tasks} tasks`)
     await runRound(escalated, dir, more)
   }
-  const result = { date: DATE, machine: machine(), settings: { VARIANTS, SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, POLL_MS, CPU_BOUND_SHARE }, rounds, partMs: Date.now() - started }
+  const result = { date: DATE, machine: machine(), run: runInfo(), settings: { VARIANTS, SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, POLL_MS, CPU_BOUND_SHARE }, rounds, partMs: Date.now() - started }
 
   console.log(`\n## scaling (ticking capsule: <ticks> × sleep <tickMs>; --runner-capacity ${CAPACITY}; one runner vs three, same run)\n`)
-  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms | runner CPU ms/task | postgres CPU ms/task | machine busy (fleet's share) | idle runner CPU ms/s | states | stderr notes |")
+  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms (owner's door / another's) | runner CPU ms/task | postgres CPU ms/task | machine busy (fleet's share) | idle runner CPU ms/s | states | stderr notes |")
   console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
   for (const r of rounds) {
     for (const set of [r.one, r.three]) {
-      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitMs.p50} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% (${round(set.batchCpu.fleetShare * 100, 0)}%) | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
+      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitOwnerDoorMs.p50}${set.submitOtherDoorMs === undefined ? "" : ` / ${set.submitOtherDoorMs.p50}`} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% (${round(set.batchCpu.fleetShare * 100, 0)}%) | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
     }
   }
   console.log("")
@@ -906,6 +945,9 @@ const scaling = async (tree) => {
 
 // ---------------------------------------------------------------------------------------------
 
+/** What the runners ran and on which database. */
+const runInfo = () => ({ main, distBuiltAt: distSnapshot?.builtAt ?? new Date(statSync(main).mtimeMs).toISOString(), pgIsolation: benchDatabase === undefined ? "schema" : "database" })
+
 const machine = () => ({ node: process.version, cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: round(os.totalmem() / 1024 ** 3, 1), load: os.loadavg().map((x) => round(x)) })
 
 const writeResult = (part, result) => {
@@ -920,6 +962,8 @@ const distAtStart = distStamp()
 const tree = makeBenchTree()
 log(`runners run ${main}${distSnapshot === undefined ? "" : ` (a copy of dist/ built ${distSnapshot.builtAt})`}; tree ${tree.tree}; parts ${[...PARTS].join(",")}; load ${load1()}`)
 try {
+  await prepareDatabase()
+  log(`cluster database: ${benchDatabase ?? new URL(PG_BASE).pathname.slice(1)} (${benchDatabase === undefined ? "schemas of the shared database" : "created for this run"})`)
   if (PARTS.has("density")) {
     const result = await density(tree)
     log(`density took ${round(result.partMs / 1000, 1)} s`)
