@@ -12,7 +12,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { type Runner, postRpc, sseFrames, startFleet } from "../test/lib/Fleet.js"
 import { makeTickingCapsuleDir } from "../test/lib/FleetCapsule.js"
-import { freshSchemaUrl } from "../test/lib/Postgres.js"
+import { freshDatabaseUrl } from "../test/lib/Postgres.js"
 
 const rounds = Number(process.env["FAILOVER_ROUNDS"] ?? 3)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -25,7 +25,8 @@ const placementOf = async (runner: Runner) =>
   (await (await fetch(`${runner.url}fleet/placement`)).json()) as { sessions: Array<{ session_id: string; runner: string }>; runners: Array<{ healthy: boolean }> }
 
 const round = async (signal: "SIGKILL" | "SIGTERM") => {
-  const cluster = await freshSchemaUrl()
+  const database = await freshDatabaseUrl()
+  const cluster = database.url
   const dirs = [await makeTickingCapsuleDir({ ticks: 60, tickMs: 100 })]
   const fleet = await startFleet(3, { cluster, dirs, sessions: 3 })
   try {
@@ -65,6 +66,7 @@ const round = async (signal: "SIGKILL" | "SIGTERM") => {
     return { signal, finalMs: final!.at - signalled, finalState: final!.state, queuedStartMs: queuedStart - signalled, rebuiltMs: rebuilt - signalled }
   } finally {
     await fleet.cleanup()
+    await database.drop()
   }
 }
 

@@ -1,6 +1,7 @@
 // `npm run bench:fleet`: fleet mode (`serve --cluster <postgres> --runner-address …`), real runner
-// processes of dist/main.js (built first by the npm script) over the local PostgreSQL, one fresh
-// schema per runner set. Two parts (FLEET_PARTS=density,scaling, default both):
+// processes of dist/main.js (built first by the npm script; the runners start from a copy of it, so a
+// rebuild meanwhile cannot break them) over the local PostgreSQL: a database created for the run,
+// a fresh schema in it per runner set (why a database: see "PostgreSQL" below). Two parts (FLEET_PARTS=density,scaling, default both):
 //
 // density — one runner serving `--sessions N` of examples/hello (copied to a temp tree by
 //   bench/fleet-fixtures.mjs, so the sessions' workdirs stay out of the repository), per N in

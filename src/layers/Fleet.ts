@@ -14,6 +14,7 @@ import { type FleetSession, FleetSessions, sessionUrl } from "../fleet/FleetSess
 import { makeGateway } from "../fleet/Gateway.js"
 import { LocalSessions } from "../fleet/LocalSessions.js"
 import { reconcile } from "../fleet/Reconciler.js"
+import { ShardWatch } from "../fleet/ShardWatch.js"
 import { loadAnyProject } from "../project/CapsuleProject.js"
 import type { LoadedDirectory } from "./Directory.js"
 import { RunnerCapacity } from "../services/RunnerCapacity.js"
@@ -89,7 +90,9 @@ export const fleetLayer = (options: FleetOptions) => {
     })
   )
   const address = `${options.runnerAddress.host}:${options.runnerAddress.port}`
-  const entity = fleetEntityLayer(options.session, address, projects).pipe(Layer.provide(RunnerCapacity.layer(options.runnerCapacity)))
+  const entity = fleetEntityLayer(options.session, address, projects).pipe(
+    Layer.provide(Layer.merge(RunnerCapacity.layer(options.runnerCapacity), ShardWatch.layer))
+  )
   const reconciler = Layer.scopedDiscard(Effect.forkScoped(reconcile("2 seconds")))
   const retention = Layer.scopedDiscard(Effect.flatMap(Sharding.Sharding, (sharding) => sharding.registerSingleton("capsule-runtime/fleet/retention", clusterRetention())))
   return Layer.mergeAll(gatewayLayer(address), entity, reconciler, retention).pipe(

@@ -6,11 +6,12 @@
  * listed in `LocalSessions` while it lives here; while it has live tasks it keeps itself alive
  * (a persisted keep-alive, so the next owner builds it again without waiting for a caller).
  */
-import { Entity, Sharding } from "@effect/cluster"
+import { Entity } from "@effect/cluster"
 import { Effect, Layer, Scope, Stream } from "effect"
 import { FleetSessions } from "../fleet/FleetSessions.js"
 import { sessionDoorApp } from "../fleet/Gateway.js"
 import { LocalSessions } from "../fleet/LocalSessions.js"
+import { ShardWatch } from "../fleet/ShardWatch.js"
 import { type Described, SessionEntity } from "../fleet/SessionEntity.js"
 import { DoorAddress } from "../services/DoorAddress.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
@@ -36,7 +37,6 @@ import type { Options } from "./Session.js"
 const stayWhileBusy = Effect.gen(function*() {
   const registry = yield* TaskRegistry
   const runner = yield* TaskRunner
-  const sharding = yield* Sharding.Sharding
   const address = yield* Entity.CurrentAddress
   const self = (yield* SessionEntity.client)(address.entityId)
   let kept = false
@@ -60,11 +60,7 @@ const stayWhileBusy = Effect.gen(function*() {
     leaving = true
     yield* check
   })
-  yield* Effect.sleep("200 millis").pipe(
-    Effect.repeat({ until: () => !sharding.hasShardId(address.shardId) }),
-    Effect.zipRight(handOff),
-    Effect.forkScoped
-  )
+  yield* (yield* ShardWatch).whenLeft(address.shardId).pipe(Effect.zipRight(handOff), Effect.forkScoped)
   /** `Hold`'s answer: once nothing runs here and, unless the session is leaving, nothing waits. */
   const hold = Effect.gen(function*() {
     while ((yield* runner.running()) > 0 || (!leaving && (yield* registry.live()).length > 0)) yield* Effect.sleep("200 millis")

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Fleet, postRpc, type Runner, type SseFrame, sseFrames, startFleet, startRunner } from "../lib/Fleet.js"
 import { makeTickingCapsuleDir } from "../lib/FleetCapsule.js"
-import { freshSchemaUrl, postgresAvailable } from "../lib/Postgres.js"
+import { freshDatabaseUrl, postgresAvailable } from "../lib/Postgres.js"
 
 const postgres = await postgresAvailable()
 
@@ -59,11 +59,14 @@ const sessionUrl = (runner: Runner, sessionId: string) => `${runner.url}s/${sess
 describe.skipIf(!postgres)("a fleet of three runners over PostgreSQL", () => {
   let fleet: Fleet
   let cluster: string
+  let dropDatabase: () => Promise<void> = async () => {}
   let dirs: Array<string>
   const extra: Array<Runner> = []
 
   beforeAll(async () => {
-    cluster = await freshSchemaUrl()
+    const database = await freshDatabaseUrl()
+    cluster = database.url
+    dropDatabase = database.drop
     dirs = [await makeTickingCapsuleDir({ ticks: 30, tickMs: 100 })]
     fleet = await startFleet(3, { cluster, dirs, sessions: 6 })
     // Shards settle on the three runners before the first task (a session moving while busy
@@ -76,6 +79,7 @@ describe.skipIf(!postgres)("a fleet of three runners over PostgreSQL", () => {
   afterAll(async () => {
     await fleet?.cleanup()
     await Promise.all(extra.map((runner) => runner.kill9()))
+    await dropDatabase()
   })
 
   const alive = () => [...fleet.runners, ...extra].filter((runner) => runner.alive())

@@ -42,3 +42,18 @@ export const freshSchemaUrl = async (): Promise<string> => {
   url.searchParams.set("options", `-c search_path=${schema}`)
   return url.toString()
 }
+
+let databases = 0
+
+/**
+ * A URL of a new, empty database, and how to drop it. A fleet needs a database of its own: the
+ * cluster's shard locks are advisory locks, which PostgreSQL keys per database, not per schema,
+ * so two fleets in two schemas of one database take each other's shards.
+ */
+export const freshDatabaseUrl = async (): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+  const name = `capsule_fleet_${process.pid}_${Date.now()}_${++databases}`
+  await once(`CREATE DATABASE ${name}`)
+  const url = new URL(pgBase)
+  url.pathname = `/${name}`
+  return { url: url.toString(), drop: () => once(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => undefined, () => undefined) }
+}
