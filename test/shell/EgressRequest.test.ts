@@ -12,7 +12,9 @@ import { addressRefusal } from "../../src/shell/egress/EgressPolicy.js"
 import { headEnd, parseRequest } from "../../src/shell/egress/EgressRequest.js"
 import { parseAllowList } from "../../src/project/NetworkPolicy.js"
 
-const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/)
+// Not an `xn--` label: that prefix announces punycode, which the URL parser checks and may refuse
+// (`xn--` alone is not a host), so the forward this property expects would not be right.
+const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/).filter((text) => !text.startsWith("xn--"))
 const hostName = fc.array(label, { minLength: 1, maxLength: 3 }).map((labels) => labels.join("."))
 const headerName = fc.constantFrom("Host", "Connection", "Proxy-Connection", "Proxy-Authorization", "Keep-Alive", "Accept", "X-Thing", "Upgrade")
 const headerValue = fc.stringMatching(/^[ -~]{0,20}$/).map((value) => value.replaceAll("\r", "").replaceAll("\n", ""))
