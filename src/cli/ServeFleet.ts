@@ -10,6 +10,7 @@ import { Console, Effect, Either, Layer, type Option } from "effect"
 import { FleetSessions } from "../fleet/FleetSessions.js"
 import { serverUrl } from "../layers/DoorServer.js"
 import { fleetLayer, type FleetOptions } from "../layers/Fleet.js"
+import { parseStore } from "../layers/Store.js"
 import type { Options } from "../layers/Session.js"
 import { bindFailureMessage, doorPort } from "./DoorPort.js"
 import * as Flags from "./SessionFlags.js"
@@ -37,7 +38,7 @@ export const parseRunnerAddress = (text: string): Either.Either<{ readonly host:
 
 /** Why a `--cluster` value cannot be a fleet's store, if it cannot. */
 export const clusterStoreRefusal = (url: string): string | undefined =>
-  /^postgres(ql)?:\/\//.test(url)
+  Either.getOrUndefined(parseStore(url))?._tag === "Postgres"
     ? undefined
     : `--cluster takes a PostgreSQL URL (postgres://…): a fleet's runners share one database, and ${url.startsWith("sqlite:") ? "a SQLite file is one process's store" : `'${url}' is not one`}`
 

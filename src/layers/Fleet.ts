@@ -24,7 +24,7 @@ import { layerServer, serverUrl } from "./DoorServer.js"
 import { fleetEntityLayer } from "./FleetEntity.js"
 import { HostEnvironment } from "./Host.js"
 import { doorConfigLayer, type Options } from "./Session.js"
-import { fleetStoreLayer } from "./Store.js"
+import { postgresStores } from "./Store.js"
 
 export interface FleetOptions extends ClusterSettings {
   /** The fleet's PostgreSQL URL: its sessions, tasks, frames and the cluster's own tables. */
@@ -99,7 +99,7 @@ export const fleetLayer = (options: FleetOptions) => {
     Layer.provide(LocalSessions.layer),
     Layer.provideMerge(sessions),
     Layer.provideMerge(clusterLayer(options)),
-    Layer.provideMerge(fleetStoreLayer(options.store)),
+    Layer.provideMerge(postgresStores(options.store)),
     Layer.provideMerge(layerServer(options.door)),
     Layer.provideMerge(doorConfigLayer(options.door))
   )

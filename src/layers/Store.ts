@@ -75,13 +75,7 @@ export const storeLayer = (spec: Exclude<StoreSpec, { readonly _tag: "Default" }
       return sqlStores(SqliteClient.layer(spec.path), spec.path, BatchWriter.layerSqlite).pipe(Layer.provide(Layer.effectDiscard(made)))
     }
     case "Postgres":
-      return sqlStores(
-        PgClient.layer({ url: Redacted.make(spec.url) }).pipe(
-          Layer.catchAll((error) => Layer.fail(new StoreRefused({ store: shown(spec.url), reason: `cannot connect: ${error.message}` })))
-        ),
-        shown(spec.url),
-        BatchWriter.layerStores
-      )
+      return postgresStores(spec.url)
   }
 }
 
@@ -93,10 +87,11 @@ export const memoryStores: Layer.Layer<SessionStores> = SessionStores.layer("mem
 
 
 /**
- * A fleet's store: PostgreSQL, whose client the cluster's own tables use too, with the table
- * stores a gateway reads a session another runner owns from.
+ * A PostgreSQL store: for `--store postgres://…`, and a fleet's store, whose client the
+ * cluster's own tables use too, with the table stores a gateway reads a session another runner
+ * owns from.
  */
-export const fleetStoreLayer = (url: string) =>
+export const postgresStores = (url: string) =>
   sqlStores(
     PgClient.layer({ url: Redacted.make(url) }).pipe(
       Layer.catchAll((error) => Layer.fail(new StoreRefused({ store: shown(url), reason: `cannot connect: ${error.message}` })))
