@@ -40,6 +40,9 @@ export const sessionDoorApp: Effect.Effect<
   SessionPort | SessionIdentity | DoorConfig | ResourcePlanes | SessionRecord | DelegationTracker | Scope.Scope
 > = Effect.map(Effect.provideServiceEffect(makeRouter, DoorDispatch, makeDispatch), (router): DoorApp => router)
 
+/** Remote doors a gateway keeps built: each is a few KiB (the router is shared), rebuilt from the store when dropped. */
+const remoteKept = 1024
+
 /** The gateway of the runner at `runnerAddress` (`host:port`). */
 export const makeGateway = (runnerAddress: string) => Effect.gen(function*() {
   const sessions = yield* FleetSessions
@@ -78,14 +81,26 @@ export const makeGateway = (runnerAddress: string) => Effect.gen(function*() {
       )
     })
 
-  /** One build per session, shared by concurrent first requests; a failed build is tried again next time. */
+  /**
+   * One build per session, shared by concurrent first requests; a failed build is tried again
+   * next time. The first request to a session nobody holds wakes it (its card), and the cluster
+   * may place it here: the answer is then the local door, and no remote one is kept for it.
+   * At most `remoteKept` are kept, the least recently built dropped first.
+   */
   const remoteApp = (session: FleetSession) => {
-    const known = remote.get(session.sessionId)
+    const id = session.sessionId
+    const known = remote.get(id)
     if (known !== undefined) return known
     return Effect.flatMap(Effect.cached(buildRemote(session)), (once) => {
-      const kept = once.pipe(Effect.tapErrorCause(() => Effect.sync(() => remote.delete(session.sessionId))))
-      remote.set(session.sessionId, kept)
-      return kept
+      const kept = once.pipe(Effect.tapErrorCause(() => Effect.sync(() => remote.delete(id))))
+      remote.set(id, kept)
+      if (remote.size > remoteKept) remote.delete(remote.keys().next().value!)
+      return Effect.map(kept, (app) => {
+        const here = local.get(id)
+        if (here === undefined) return app
+        remote.delete(id)
+        return here
+      })
     })
   }
 
@@ -123,6 +138,8 @@ export const makeGateway = (runnerAddress: string) => Effect.gen(function*() {
     if (session === undefined) return Effect.succeed(unknownSession(id))
     const rest = request.modify({ url: tail.startsWith("/") ? tail : `/${tail}` })
     const here = local.get(id)
+    // A session that moved here since its remote door was kept is served locally; drop that door.
+    if (here !== undefined) remote.delete(id)
     const door = here === undefined ? remoteApp(session) : Effect.succeed(here)
     return Effect.flatMap(door, (served) => Effect.provideService(served, HttpServerRequest.HttpServerRequest, rest))
   })

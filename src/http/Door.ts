@@ -49,6 +49,39 @@ const decodable = (url: string) => {
   }
 }
 
+/** What a session's door answers with; the router that picks among them is shared (`routes`). */
+class DoorRoutes extends Context.Tag("capsule-runtime/DoorRoutes")<DoorRoutes, {
+  readonly card: HttpApp.Default
+  readonly rpc: HttpApp.Default
+  readonly rest: HttpApp.Default
+  readonly plane: HttpApp.Default
+}>() {}
+
+const routeTo = (pick: (routes: DoorRoutes["Type"]) => HttpApp.Default) => Effect.flatMap(DoorRoutes, pick)
+
+/**
+ * One router for every door in the process: its route tree (find-my-way keeps one per HTTP
+ * method for each `all` route, ~200 KiB) is built once, and each door provides its own
+ * `DoorRoutes`. A fleet runner holding a thousand sessions holds one tree, not a thousand.
+ */
+const routes = HttpRouter.empty.pipe(
+  HttpRouter.get("/.well-known/agent-card.json", routeTo((r) => r.card)),
+  HttpRouter.get("/.well-known/agent.json", routeTo((r) => r.card)),
+  // The router falls back from HEAD to GET only when nothing matched, and the catch-all below
+  // always matches: the card's HEAD (public, like its GET) needs routes of its own.
+  HttpRouter.head("/.well-known/agent-card.json", routeTo((r) => r.card)),
+  HttpRouter.head("/.well-known/agent.json", routeTo((r) => r.card)),
+  HttpRouter.post("/", routeTo((r) => r.rpc)),
+  // A2A 1.0's HTTP+JSON binding (./RestRoute.ts routes within these).
+  HttpRouter.all("/message*", routeTo((r) => r.rest)),
+  HttpRouter.all("/tasks", routeTo((r) => r.rest)),
+  HttpRouter.all("/tasks/*", routeTo((r) => r.rest)),
+  HttpRouter.all("/extendedAgentCard", routeTo((r) => r.rest)),
+  // Routing order of §2: the peer plane (whole segment, query stripped), then the resource plane.
+  HttpRouter.all("/resources/*", routeTo((r) => r.plane)),
+  HttpRouter.all("*", Effect.succeed(notFound))
+)
+
 export const makeRouter = Effect.gen(function*() {
   const identity = yield* SessionIdentity
   const config = yield* DoorConfig
@@ -73,23 +106,7 @@ export const makeRouter = Effect.gen(function*() {
     const refusal = restError(toRpcError(new VersionNotSupported({ requested: negotiated.requested })))
     return HttpServerResponse.text(refusal.body, { status: refusal.status, contentType: "application/json", headers: cardHeaders })
   })
-  const router = HttpRouter.empty.pipe(
-    HttpRouter.get("/.well-known/agent-card.json", card),
-    HttpRouter.get("/.well-known/agent.json", card),
-    // The router falls back from HEAD to GET only when nothing matched, and the catch-all below
-    // always matches: the card's HEAD (public, like its GET) needs routes of its own.
-    HttpRouter.head("/.well-known/agent-card.json", card),
-    HttpRouter.head("/.well-known/agent.json", card),
-    HttpRouter.post("/", rpc),
-    // A2A 1.0's HTTP+JSON binding (./RestRoute.ts routes within these).
-    HttpRouter.all("/message*", rest),
-    HttpRouter.all("/tasks", rest),
-    HttpRouter.all("/tasks/*", rest),
-    HttpRouter.all("/extendedAgentCard", rest),
-    // Routing order of §2: the peer plane (whole segment, query stripped), then the resource plane.
-    HttpRouter.all("/resources/*", planeRoute),
-    HttpRouter.all("*", Effect.succeed(notFound))
-  )
+  const router = Effect.provideService(routes, DoorRoutes, { card, rpc, rest, plane: planeRoute })
   const tooManyHeaders = HttpServerResponse.text(
     `{"error":"too_many_headers","message":"the request has more than ${config.maxHeadersCount} headers"}`,
     { status: 431, contentType: "application/json", headers: { connection: "close" } }
