@@ -35,7 +35,8 @@ export const makeBenchTree = () => {
 /**
  * The ticking capsule (test/lib/FleetCapsule.ts's `makeTickingCapsuleDir`) under `tree`: a task
  * is `ticks` shell `sleep`s of `tickMs` each, one artifact frame per tick, then one more driver
- * turn. Tasks queue (`queue_depth` 256): an agent session runs one task at a time.
+ * turn. Tasks queue (`queue_depth` 256): an agent session runs one task at a time. A tick stays in
+ * the foreground (`shell_grace_secs` past it).
  */
 export const makeTickingDir = (tree, { ticks = 10, tickMs = 100, name = "ticking" } = {}) => {
   const dir = join(tree, name)
@@ -53,7 +54,8 @@ export const makeTickingDir = (tree, { ticks = 10, tickMs = 100, name = "ticking
     "inference:\n  endpoint: http://127.0.0.1:9/v1\n  model: scripted\n" +
     `  driver:\n    artifact: scripted\n    config: ${JSON.stringify({ replies })}\n` +
     "capabilities:\n  shell:\n    allow: [sleep]\n" +
-    "lifecycle:\n  task_acceptance: queue\n  queue_depth: 256\n"
+    // A tick longer than the shell's foreground window (10 s) would detach, and its completion come back as a task of its own.
+    `lifecycle:\n  task_acceptance: queue\n  queue_depth: 256\n  shell_grace_secs: ${Math.max(10, Math.ceil(tickMs / 1000) + 5)}\n`
   writeFileSync(join(dir, "murmur.yaml"), yaml)
   return dir
 }

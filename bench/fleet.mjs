@@ -23,36 +23,79 @@
 //   runner; activation p50 < 50 ms.
 //
 // scaling — tasks bound by waiting, one runner vs three in the same run: the ticking capsule
-//   (bench/fleet-fixtures.mjs), `--sessions FLEET_SCALING_SESSIONS` (default 12), every runner
-//   `--runner-capacity FLEET_CAPACITY` (default 4). Variants FLEET_SCALING_VARIANTS, each
-//   `<ticks>x<tickMs>:<tasks>` (default `10x100:96,1x4000:48`): 10 × 100 ms is the brief's task
-//   (~1.6 s), but on this 2-vCPU machine it costs ~0.7 s of runner CPU (two driver turns, ten
-//   sandboxed `sleep`s, their frames), so one runner at capacity 4 already fills both CPUs;
-//   1 × 4000 ms is ~4.4 s of waiting for about the same fixed CPU, so three runners still fit.
-//   Each runner set: wait until every runner is in the placement view and healthy, activate every
-//   session, sample the runners' idle CPU for 5 s, one warm-up task in up to FLEET_CAPACITY
-//   sessions per runner, one task alone (the task-length unit), then the batch: `tasks`
-//   non-blocking message/sends, task j to session j mod S through door j mod R (8 in flight), and
-//   poll `tasks/get` through the owner's door every FLEET_POLL_MS until all ended. A task's
-//   latency is from just before its submit to its completed status's `timestamp` (the server's
-//   clock, the same machine); tasks/s is `tasks` over first submit → last completion; CPU of the
-//   runners (with their reaped children) and of PostgreSQL, and the machine's busy share, over the
-//   batch. The placement split (sessions per runner, from GET /fleet/placement) bounds the ratio:
-//   an agent session runs one task at a time, so a runner needs at least max(its tasks /
-//   capacity, tasks per session) task-lengths; that bound is printed beside the ratio. If the
-//   split leaves no room for 2.4 (its bound < 2.4 × FLEET_ESCALATE_MARGIN, 1.1) and the three runners
-//   did not fill the CPUs (< FLEET_CPU_BOUND_SHARE, 0.85), the variant runs again with
-//   FLEET_SCALING_ESCALATE sessions (default 48; empty: never) and at least two tasks a session.
-//   Targets: three/one tasks/s ≥ 2.4; p99 < 2 × median latency (three runners). All tasks are
-//   submitted at once, so a task's latency includes its wait in the queue: with equal tasks the
-//   latencies spread evenly from one task-length to the whole batch, and p99/median stays below 2
-//   unless some runner finishes well after the others.
+//   (bench/fleet-fixtures.mjs: a task is <ticks> sandboxed `sleep <tickMs>`s between two driver
+//   turns), `--sessions FLEET_SCALING_SESSIONS`, every runner `--runner-capacity FLEET_CAPACITY`
+//   (default 8 closed, 4 batch). Sessions are placed by a hash of their id over shards, so the split (sessions per
+//   runner, from GET /fleet/placement) is uneven, and an agent session runs one task at a time.
+//   Each runner set, before either method: wait until every runner is in the placement view and
+//   healthy, activate every session, sample the runners' idle CPU for 5 s, one warm-up task in up
+//   to FLEET_CAPACITY sessions per runner, one task alone (the task-length unit). A task's latency
+//   is from just before its submit (a non-blocking message/send) to its final status's `timestamp`
+//   (the server's clock, the same machine), seen by polling `tasks/get` through the owner's door;
+//   CPU of the runners (with their reaped children) and of PostgreSQL, and the machine's busy
+//   share, over the measured span. Targets: three/one tasks/s ≥ 2.4; p99 < 2 × median latency
+//   (three runners). Two methods, FLEET_SCALING_MODE:
+//
+//   closed (default) — a closed loop at a fixed offered load, measured in steady state: the usual
+//     definition of a fleet's throughput. FLEET_CLIENTS clients (default 2 × 3 runners × capacity
+//     = 24, the same for one runner and for three, so both sets get the same offered load: at
+//     least every slot busy). Each client loops: the next task number n from a shared counter,
+//     session n mod S (round-robin, so each runner gets tasks in proportion to the sessions it
+//     holds), submitted through door n mod R, awaited by tasks/get through the owner's door (from
+//     0.9 task-length after the submit, every max(FLEET_CLOSED_POLL_MS 200, 5% of the wait) up to
+//     2 s: the latency is the server's timestamp, so polling only delays the client's next submit;
+//     24 clients polling every 200 ms cost one runner ~0.2 s of CPU a task), then the next. Ramp, FLEET_RAMP_MS:
+//     `burst` (default): until every client's first task has ended, and at least one task-length;
+//     `task`: one task-length (that set's task alone); or ms. Not one task-length by default: the
+//     clients' first tasks all arrive at once, spread by the split, and queue everywhere; in steady
+//     state the clients gather in the queue of the runner holding the most sessions, while the
+//     others run their share at once. Until the first burst has drained, the other runners are
+//     still saturated too, so a window opened after one task-length counted that backlog (a 20 s
+//     trial with split 6/11/7: 2.7 where the split allows 2.18; in another, 26 tasks in the window
+//     where the burst ramp's window, same run, had 22). Tasks submitted in the ramp are
+//     left out; then a window of FLEET_WINDOW_MS (120000): tasks/s = tasks completed inside the
+//     window / its seconds (beside it a fractional count, each completed task weighted by the
+//     share of its submit → end inside the window: Little's law, in steady state it smooths the
+//     waves of tasks that started together and end together at an edge: one runner's four slots
+//     stay in step, within 1-2 s, so a window holds 7 or 8 such waves of 4 in 60 s, ±7%, and 2 or
+//     3 in 20 s); latency over the tasks
+//     submitted inside the window (all awaited, so a slow one is not cut off by the window's end);
+//     runner CPU per task over the window's completions. At the window's end the clients stop
+//     issuing and the tasks in flight are awaited (all must end completed; the states are
+//     reported; every task's submit, latency and runner is in the JSON, taskLog).
+//     Variants FLEET_SCALING_VARIANTS `<ticks>x<tickMs>` (default `1x20000`: ~0.77 s of runner
+//     CPU a task, so 24 in flight over ~20 s keep three runners at about one of the 2 vCPUs —
+//     waiting, not CPU, bounds it; the ticking capsule's shell_grace_secs is past the tick, so a
+//     20 s sleep stays in the foreground); FLEET_SCALING_SESSIONS default 300, so the hash split
+//     is even enough (99/96/105 in one run; 60 gave 6/11/7-like splits at 24).
+//     The split still bounds three/one: tasks reach a runner in proportion to its sessions, so the
+//     fleet completes at most capacity / (task-length × the largest share) a second, i.e. three/one
+//     ≤ S / (the largest runner's sessions) (≤ 3); printed beside the ratio. And since only the
+//     largest runner queues, its tasks wait longer than the others': with an uneven split the
+//     three-runner p99/median shows that imbalance (per-runner latency p50 is printed).
+//   batch (FLEET_SCALING_MODE=batch) — one batch, makespan: variants `<ticks>x<tickMs>:<tasks>`
+//     (default `10x100:96,1x4000:48`: 10 × 100 ms is the brief's task, ~1.6 s, but on this 2-vCPU
+//     machine it costs ~0.7 s of runner CPU, so one runner at capacity 4 already fills both CPUs;
+//     1 × 4000 ms is ~4.4 s of waiting for about the same fixed CPU, so three runners still fit),
+//     FLEET_SCALING_SESSIONS default 12. `tasks` non-blocking message/sends, task j to session
+//     j mod S through door j mod R (8 in flight), polled every FLEET_POLL_MS until all ended;
+//     tasks/s is `tasks` over first submit → last completion. That makespan is the last runner's:
+//     a runner needs at least max(its tasks / capacity, tasks per session) task-lengths, a bound
+//     printed beside the ratio. If the split leaves no room for 2.4 (its bound < 2.4 ×
+//     FLEET_ESCALATE_MARGIN, 1.1) and the three runners did not fill the CPUs (<
+//     FLEET_CPU_BOUND_SHARE, 0.85), the variant runs again with FLEET_SCALING_ESCALATE sessions
+//     (default 48; empty: never) and at least two tasks a session. All tasks are submitted at once,
+//     so a task's latency includes its wait in the queue: with equal tasks the latencies spread
+//     evenly from one task-length to the whole batch, so p99/median is ≈ 2 by construction and
+//     says little. Hence closed is the default: it measures the fleet's steady rate at a fixed
+//     offered load rather than the tail of the runner that drew the most sessions.
 //
 // Prints a table per part; writes bench/results/fleet-<date>-<part>.json (FLEET_OUT_DIR,
 // FLEET_DATE to override). Knobs (environment): FLEET_PARTS FLEET_NS FLEET_TASK_SESSIONS
 // FLEET_ACT_SESSIONS FLEET_ACTIVATIONS FLEET_ACTIVATE_CONCURRENCY (2) FLEET_SETTLE_MS (3000)
-// FLEET_RSS_SAMPLES (5) FLEET_RSS_GAP_MS (300) FLEET_SCALING_SESSIONS FLEET_SCALING_ESCALATE
+// FLEET_RSS_SAMPLES (5) FLEET_RSS_GAP_MS (300) FLEET_SCALING_MODE (closed|batch) FLEET_SCALING_SESSIONS FLEET_SCALING_ESCALATE
 // FLEET_CAPACITY FLEET_SCALING_VARIANTS (or FLEET_TICKS FLEET_TICK_MS FLEET_TASKS: one variant) FLEET_POLL_MS (50)
+// FLEET_CLIENTS FLEET_RAMP_MS FLEET_WINDOW_MS FLEET_CLOSED_POLL_MS (closed loop)
 // FLEET_CPU_BOUND_SHARE FLEET_ESCALATE_MARGIN (1.1) FLEET_KEEP_SCHEMAS=1 FLEET_OUT_SUFFIX (fleet-<date>-<part>-<suffix>.json)
 // FLEET_RSS_CAP_MIB (12288) FLEET_MEM_FLOOR_MIB (3072): density's activation stops early (and says so) past
 // either, so a runner that grows without bound cannot take the shared machine down with it.
@@ -91,19 +134,46 @@ const ACTIVATE_CONCURRENCY = num("FLEET_ACTIVATE_CONCURRENCY", 2)
 const SETTLE_MS = num("FLEET_SETTLE_MS", 3000)
 const RSS_SAMPLES = num("FLEET_RSS_SAMPLES", 5)
 const RSS_GAP_MS = num("FLEET_RSS_GAP_MS", 300)
-const SCALING_SESSIONS = num("FLEET_SCALING_SESSIONS", 12)
+/** The scaling method: `closed` (a closed loop at a fixed offered load, steady state) or `batch` (one batch, makespan). */
+const SCALING_MODE = env("FLEET_SCALING_MODE", "closed")
+if (!["closed", "batch"].includes(SCALING_MODE)) throw new Error(`FLEET_SCALING_MODE: '${SCALING_MODE}' is neither closed nor batch`)
+// Closed loop: 300 sessions, so the hash of their ids splits them evenly enough over three runners (99/96/105 in one run).
+const SCALING_SESSIONS = num("FLEET_SCALING_SESSIONS", SCALING_MODE === "batch" ? 12 : 300)
 /** Empty (set but empty) means never: unlike the other knobs, an empty value is not the default here. */
 const SCALING_ESCALATE = process.env.FLEET_SCALING_ESCALATE ?? "48"
-const CAPACITY = num("FLEET_CAPACITY", 4)
-/** Scaling variants, `<ticks>x<tickMs>:<tasks>` each; FLEET_TICKS / FLEET_TICK_MS / FLEET_TASKS, when set, make one. */
+// Closed loop: 8 slots a runner and 20 s tasks: 24 in flight cost the runners ~1 CPU of the 2 (0.77 s of CPU a task).
+const CAPACITY = num("FLEET_CAPACITY", SCALING_MODE === "batch" ? 4 : 8)
+/**
+ * Scaling variants, `<ticks>x<tickMs>:<tasks>` each (batch; the closed loop takes `<ticks>x<tickMs>`
+ * and ignores a `:<tasks>`); FLEET_TICKS / FLEET_TICK_MS / FLEET_TASKS, when set, make one.
+ */
 const VARIANTS = (process.env.FLEET_TICKS || process.env.FLEET_TICK_MS || process.env.FLEET_TASKS
-  ? [`${num("FLEET_TICKS", 10)}x${num("FLEET_TICK_MS", 100)}:${num("FLEET_TASKS", 96)}`]
-  : list("FLEET_SCALING_VARIANTS", "10x100:96,1x4000:48")
+  ? [`${num("FLEET_TICKS", SCALING_MODE === "batch" ? 10 : 1)}x${num("FLEET_TICK_MS", SCALING_MODE === "batch" ? 100 : 20000)}:${num("FLEET_TASKS", 96)}`]
+  : list("FLEET_SCALING_VARIANTS", SCALING_MODE === "batch" ? "10x100:96,1x4000:48" : "1x20000")
 ).map((spec) => {
-  const match = /^(\d+)x(\d+):(\d+)$/.exec(spec)
-  if (match === null) throw new Error(`FLEET_SCALING_VARIANTS: '${spec}' is not <ticks>x<tickMs>:<tasks>`)
-  return { name: `${match[1]}x${match[2]}`, ticks: Number(match[1]), tickMs: Number(match[2]), tasks: Number(match[3]) }
+  const match = /^(\d+)x(\d+)(?::(\d+))?$/.exec(spec)
+  if (match === null || (SCALING_MODE === "batch" && match[3] === undefined)) throw new Error(`FLEET_SCALING_VARIANTS: '${spec}' is not <ticks>x<tickMs>${SCALING_MODE === "batch" ? ":<tasks>" : "[:<tasks>]"}`)
+  return { name: `${match[1]}x${match[2]}`, ticks: Number(match[1]), tickMs: Number(match[2]), tasks: match[3] === undefined ? undefined : Number(match[3]) }
 })
+/** Closed loop: the clients, the same for one runner and for three (so the offered load is the same): twice the three runners' slots. */
+const CLIENTS = num("FLEET_CLIENTS", 2 * 3 * CAPACITY)
+/**
+ * Closed loop: tasks submitted within this long of the clients' start are left out. `burst`
+ * (default): until every client's first task has ended (the initial burst queued and drained) and
+ * at least one task-length; `task`: one task-length (the set's task alone); or a number of ms.
+ */
+const RAMP = env("FLEET_RAMP_MS", "burst")
+if (!["burst", "task"].includes(RAMP) && !(Number(RAMP) >= 0)) throw new Error(`FLEET_RAMP_MS: '${RAMP}' is neither burst, task nor a number of ms`)
+/** Closed loop: the measured window after the ramp. */
+const WINDOW_MS = num("FLEET_WINDOW_MS", 120_000)
+/**
+ * Closed loop: a client polls its task from 0.9 task-length after the submit, every
+ * max(FLEET_CLOSED_POLL_MS, 5% of the time waited) up to 2 s: the latency is the status's
+ * timestamp, so the poll only delays the client's next submit, and 24 clients polling every
+ * 200 ms for a minute-long queue cost the runners (and this process) more CPU than the tasks.
+ */
+const CLOSED_POLL_MS = num("FLEET_CLOSED_POLL_MS", 200)
+const closedPollMs = (waitedMs) => Math.min(2000, Math.max(CLOSED_POLL_MS, waitedMs / 20))
 /** A three-runner set busier than this (the machine's CPU share) was bound by CPU, not by the split: more sessions would not help. */
 const CPU_BOUND_SHARE = num("FLEET_CPU_BOUND_SHARE", 0.85)
 /** A split whose bound is below target × this leaves no room for any overhead: escalate then too. */
@@ -487,16 +557,18 @@ const submit = async (url, text) => {
   return { taskId: task.id, ms: answer.ms, state: task.status?.state }
 }
 
-/** Polls tasks/get until the task has ended; its final task. */
-const awaitEnd = async (url, taskId, { timeoutMs = 120_000, everyMs = POLL_MS } = {}) => {
-  const deadline = Date.now() + timeoutMs
+/** Polls tasks/get until the task has ended (the first poll after `firstMs`; `everyMs` a number or a function of the ms waited); its final task. */
+const awaitEnd = async (url, taskId, { timeoutMs = 120_000, everyMs = POLL_MS, firstMs = 0 } = {}) => {
+  const started = Date.now()
+  const deadline = started + timeoutMs
   let last
+  if (firstMs > 0) await sleep(firstMs)
   while (Date.now() < deadline) {
     const answer = await rpc(url, "tasks/get", { id: taskId })
     last = answer.body
     const state = answer.body.result?.status?.state
     if (terminal.has(state)) return answer.body.result
-    await sleep(everyMs)
+    await sleep(typeof everyMs === "function" ? everyMs(Date.now() - started) : everyMs)
   }
   throw new Error(`task ${taskId} did not end within ${timeoutMs} ms; last answer ${JSON.stringify(last).slice(0, 500)}`)
 }
@@ -721,11 +793,215 @@ const boundOf = (split, sessions, tasks, capacity) => {
   return round(one / worst)
 }
 
+/**
+ * The best three/one ratio a split allows in the closed loop: tasks reach a runner in proportion to
+ * its sessions, so the fleet completes at most capacity / (task-length × the largest share) a
+ * second; and C clients keep at most C tasks in flight (one runner runs min(C, capacity)).
+ */
+const closedBoundOf = (split, clients, capacity) =>
+  round(Math.min(split.reduce((a, b) => a + b, 0) / Math.max(...split), clients / Math.min(clients, capacity)))
+
+/** Count and ms of a task, by state; `{completed: 3, failed: 1}`. */
+const statesOf = (tasks) => {
+  const states = {}
+  for (const t of tasks) states[t.state ?? "open"] = (states[t.state ?? "open"] ?? 0) + 1
+  return states
+}
+
+/** Fills in a task's end from its final tasks/get answer: the status's `timestamp` (the server's clock) if it has one. */
+const markEnded = (task, result) => {
+  task.seenAt = Date.now()
+  task.state = result.status.state
+  const stamp = Date.parse(result.status.timestamp ?? "")
+  task.endAt = Number.isNaN(stamp) ? task.seenAt : stamp
+  task.stamped = !Number.isNaN(stamp)
+}
+
+/** The batch method: every task submitted at once, polled until all ended; tasks/s over first submit → last end. */
+const batchRun = async ({ variant, runners, ids, doors, doorOf, isOwnerDoor, ownerOf, split, phase }) => {
+  const TASKS = variant.tasks
+  const sessions = ids.length
+  const batchAccount = cpuAccount(runners.map((r) => r.pid))
+  const tasks = Array.from({ length: TASKS }, (_, j) => ({ j, id: ids[j % sessions], door: doors[j % doors.length] }))
+  const loadAtStart = load1()
+  const submitStart = Date.now()
+  await pool(tasks, 8, async (task) => {
+    task.submitAt = Date.now()
+    const sent = await submit(sessionUrl(task.door, task.id), `tick ${task.j}`)
+    task.taskId = sent.taskId
+    task.submitMs = sent.ms
+  })
+  const submitWall = Date.now() - submitStart
+  const open = new Set(tasks)
+  const pollDeadline = Date.now() + 10 * 60_000
+  while (open.size > 0) {
+    if (Date.now() > pollDeadline) throw new Error(`${open.size} tasks still open after 10 minutes`)
+    const round_ = [...open]
+    await pool(round_, 4, async (task) => {
+      const answer = await rpc(sessionUrl(doorOf(task.id), task.id), "tasks/get", { id: task.taskId })
+      const result = answer.body.result
+      if (result !== undefined && terminal.has(result.status?.state)) {
+        markEnded(task, result)
+        open.delete(task)
+      }
+    })
+    if (open.size > 0) await sleep(POLL_MS)
+  }
+  const batchCpu = batchAccount.end()
+  phase("batch")
+  const latencies = tasks.map((t) => t.endAt - t.submitAt)
+  const seen = tasks.map((t) => t.seenAt - t.submitAt)
+  const firstSubmit = Math.min(...tasks.map((t) => t.submitAt))
+  const lastEnd = Math.max(...tasks.map((t) => t.endAt))
+  const wallMs = lastEnd - firstSubmit
+  const perRunner = runners.map((r, i) => {
+    const mine = tasks.filter((t) => ownerOf.get(t.id) === r.runnerAddress)
+    return { runner: r.runnerAddress, sessions: split[i], tasks: mine.length, lastEndMs: mine.length === 0 ? 0 : Math.max(...mine.map((t) => t.endAt)) - firstSubmit }
+  })
+  return {
+    mode: "batch",
+    tasks: TASKS,
+    load1AtStart: loadAtStart,
+    batchCpu,
+    cpuMsPerTask: round(((batchCpu.runnersCpuS.reduce((a, b) => a + b, 0)) * 1000) / TASKS, 1),
+    postgresCpuMsPerTask: round((batchCpu.postgresCpuS * 1000) / TASKS, 1),
+    states: statesOf(tasks),
+    submitWallMs: submitWall,
+    submitMs: stats(tasks.map((t) => t.submitMs)),
+    submitOwnerDoorMs: stats(tasks.filter((t) => isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
+    submitOtherDoorMs: runners.length === 1 ? undefined : stats(tasks.filter((t) => !isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
+    wallMs,
+    tasksPerSecond: round(TASKS / (wallMs / 1000), 3),
+    latencyMs: stats(latencies),
+    seenLatencyMs: stats(seen),
+    p99OverMedian: round(pct(latencies, 0.99) / pct(latencies, 0.5)),
+    stampedFraction: tasks.filter((t) => t.stamped).length / tasks.length,
+    perRunner
+  }
+}
+
+/**
+ * The closed-loop method: CLIENTS clients, each submitting the next task (next session round-robin,
+ * next door) once its last one ended; the ramp's tasks are left out, the window's counted, then the
+ * clients stop issuing and the tasks in flight are awaited.
+ */
+const closedRun = async ({ runners, ids, doors, doorOf, isOwnerDoor, ownerOf, split, soloMs, phase }) => {
+  const sessions = ids.length
+  const taskMs = soloMs > 0 ? soloMs : 10_000
+  const tasks = []
+  let counter = 0
+  const loadAtStart = load1()
+  const loopStart = Date.now()
+  const pids = runners.map((r) => r.pid)
+  // The window opens at the ramp's end (known at the start, or once the burst has ended) and closes WINDOW_MS later.
+  let rampEnd
+  let windowEnd
+  let account
+  let windowCpu
+  const timers = []
+  const openWindow = (at) => {
+    if (rampEnd !== undefined) return
+    rampEnd = at
+    windowEnd = at + WINDOW_MS
+    account = cpuAccount(pids)
+    timers.push(setTimeout(() => (windowCpu = account.end()), Math.max(0, windowEnd - Date.now())))
+  }
+  const openAt = (at) => timers.push(setTimeout(() => openWindow(at), Math.max(0, at - Date.now())))
+  if (RAMP !== "burst") openAt(loopStart + (RAMP === "task" ? taskMs : Number(RAMP)))
+  let burstLeft = CLIENTS
+  const ended = (task) => {
+    if (RAMP === "burst" && task.j < CLIENTS && --burstLeft === 0) openAt(Math.max(Date.now(), loopStart + taskMs))
+  }
+  const progress = setInterval(() => {
+    const done = tasks.filter((t) => t.state !== undefined).length
+    const now = Date.now()
+    log(`scaling closed, ${runners.length} runner(s): +${round((now - loopStart) / 1000, 0)} s, ${tasks.length} submitted, ${done} ended, ${tasks.length - done} in flight${rampEnd === undefined || now < rampEnd ? " (ramp)" : now < windowEnd ? " (window)" : " (drain)"}`)
+  }, 15_000)
+  const client = async (c) => {
+    while (windowEnd === undefined || Date.now() < windowEnd) {
+      const j = counter++
+      const task = { j, client: c, id: ids[j % sessions], door: doors[j % doors.length], submitAt: Date.now() }
+      tasks.push(task)
+      try {
+        const sent = await submit(sessionUrl(task.door, task.id), `tick ${j}`)
+        task.taskId = sent.taskId
+        task.submitMs = sent.ms
+        const firstMs = Math.max(0, task.submitAt + 0.9 * taskMs - Date.now())
+        markEnded(task, await awaitEnd(sessionUrl(doorOf(task.id), task.id), sent.taskId, { timeoutMs: 10 * 60_000, everyMs: closedPollMs, firstMs }))
+        ended(task)
+      } catch (error) {
+        task.state = "error"
+        task.error = String(error.message ?? error).slice(0, 500)
+        task.seenAt = task.endAt = Date.now()
+        ended(task)
+        log(`scaling closed: client ${c} stops after an error on task ${j} (session ${task.id}): ${task.error}`)
+        return
+      }
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c)))
+  } finally {
+    for (const timer of timers) clearTimeout(timer)
+    clearInterval(progress)
+  }
+  if (rampEnd === undefined) throw new Error("closed loop: every client stopped before the window opened (see the errors above)")
+  windowCpu ??= account.end()
+  phase("closed")
+  const drainMs = Math.max(...tasks.map((t) => t.endAt)) - windowEnd
+  /** The window's tasks: submitted after the ramp (the clients stop issuing at its end); all awaited, so none is cut off by the window's end. */
+  const measured = tasks.filter((t) => t.submitAt >= rampEnd && t.state === "completed")
+  /** Completed inside the window, whenever they were submitted: the throughput's count. */
+  const inWindow = tasks.filter((t) => t.state === "completed" && t.endAt >= rampEnd && t.endAt < windowEnd)
+  /** The same count, each task weighted by the share of its submit → end inside the window (in steady state, Little's law: it smooths the waves of tasks that end together at an edge). */
+  const fractional = tasks.filter((t) => t.state === "completed").reduce((sum, t) => sum + Math.max(0, Math.min(t.endAt, windowEnd) - Math.max(t.submitAt, rampEnd)) / Math.max(1, t.endAt - t.submitAt), 0)
+  const latencies = measured.map((t) => t.endAt - t.submitAt)
+  const runnerIndex = (t) => runners.findIndex((r) => r.runnerAddress === ownerOf.get(t.id))
+  const perRunner = runners.map((r, i) => {
+    const mine = (xs) => xs.filter((t) => runnerIndex(t) === i)
+    const lat = mine(measured).map((t) => t.endAt - t.submitAt)
+    return { runner: r.runnerAddress, sessions: split[i], completedInWindow: mine(inWindow).length, measured: lat.length, latencyP50Ms: round(pct(lat, 0.5)), latencyP99Ms: round(pct(lat, 0.99)) }
+  })
+  const cpuTasks = Math.max(1, inWindow.length)
+  const windowS = WINDOW_MS / 1000
+  return {
+    mode: "closed",
+    clients: CLIENTS,
+    ramp: RAMP,
+    rampMs: rampEnd - loopStart,
+    windowMs: WINDOW_MS,
+    pollMs: CLOSED_POLL_MS,
+    load1AtStart: loadAtStart,
+    submitted: tasks.length,
+    submittedInRamp: tasks.filter((t) => t.submitAt < rampEnd).length,
+    states: statesOf(tasks),
+    statesMeasured: statesOf(tasks.filter((t) => t.submitAt >= rampEnd)),
+    errors: tasks.filter((t) => t.error !== undefined).slice(0, 5).map((t) => ({ j: t.j, session: t.id, error: t.error })),
+    completedInWindow: inWindow.length,
+    tasksPerSecond: round(inWindow.length / windowS, 3),
+    fractionalTasksPerSecond: round(fractional / windowS, 3),
+    drainMs,
+    windowCpu,
+    cpuMsPerTask: round((windowCpu.runnersCpuS.reduce((a, b) => a + b, 0) * 1000) / cpuTasks, 1),
+    postgresCpuMsPerTask: round((windowCpu.postgresCpuS * 1000) / cpuTasks, 1),
+    submitMs: stats(tasks.filter((t) => t.submitMs !== undefined).map((t) => t.submitMs)),
+    submitOwnerDoorMs: stats(tasks.filter((t) => t.submitMs !== undefined && isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
+    submitOtherDoorMs: runners.length === 1 ? undefined : stats(tasks.filter((t) => t.submitMs !== undefined && !isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
+    latencyMs: stats(latencies),
+    seenLatencyMs: stats(measured.map((t) => t.seenAt - t.submitAt)),
+    p99OverMedian: round(pct(latencies, 0.99) / pct(latencies, 0.5)),
+    stampedFraction: measured.length === 0 ? undefined : measured.filter((t) => t.stamped).length / measured.length,
+    perRunner,
+    taskLogFields: ["submit ms after the clients' start", "latency ms", "runner index", "state"],
+    taskLog: tasks.map((t) => [t.submitAt - loopStart, t.endAt - t.submitAt, runnerIndex(t), t.state])
+  }
+}
+
 const scalingSet = async (variant, dir, runnersWanted, sessions) => {
-  const { ticks: TICKS, tickMs: TICK_MS, tasks: TASKS } = variant
+  const { ticks: TICKS, tickMs: TICK_MS } = variant
   const started = Date.now()
   const cluster = await freshSchemaUrl(`scaling_${variant.name}_${runnersWanted}_${sessions}`)
-  log(`scaling ${variant.name}: ${runnersWanted} runner(s), ${sessions} sessions, capacity ${CAPACITY}, ${TASKS} tasks (load ${load1()})`)
+  log(`scaling ${variant.name} (${SCALING_MODE}): ${runnersWanted} runner(s), ${sessions} sessions, capacity ${CAPACITY}, ${SCALING_MODE === "batch" ? `${variant.tasks} tasks` : `${CLIENTS} clients, window ${WINDOW_MS} ms`} (load ${load1()})`)
   const runners = []
   const phases = {}
   let phaseStart = Date.now()
@@ -780,68 +1056,23 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
     const warmIds = runners.flatMap((r) => ids.filter((id) => ownerOf.get(id) === r.runnerAddress).slice(0, CAPACITY))
     const warm = await pool(warmIds, 4, (id, i) => submit(sessionUrl(doors[i % doors.length], id), `warm ${i}`).then((s) => ({ ...s, id })))
     await Promise.all(warm.map((w) => awaitEnd(sessionUrl(doorOf(w.id), w.id), w.taskId, { everyMs: 250 })))
-    // One task alone on an otherwise idle fleet: the task-length unit the bound counts in.
+    // One task alone on an otherwise idle fleet: the task-length unit (the batch's bound counts in it; the closed loop's ramp is one).
     const soloStart = Date.now()
     const solo = await submit(sessionUrl(doors[doors.length - 1], ids[0]), "solo")
     const soloTask = await awaitEnd(sessionUrl(doorOf(ids[0]), ids[0]), solo.taskId)
     const soloMs = (Date.parse(soloTask.status.timestamp ?? "") || Date.now()) - soloStart
     phase("warmup")
     log(`scaling: warm-up done; one task alone ${soloMs} ms`)
-    const batchAccount = cpuAccount(runners.map((r) => r.pid))
 
-    // The measured batch.
-    const tasks = Array.from({ length: TASKS }, (_, j) => ({ j, id: ids[j % sessions], door: doors[j % doors.length] }))
-    const loadAtStart = load1()
-    const submitStart = Date.now()
-    await pool(tasks, 8, async (task) => {
-      task.submitAt = Date.now()
-      const sent = await submit(sessionUrl(task.door, task.id), `tick ${task.j}`)
-      task.taskId = sent.taskId
-      task.submitMs = sent.ms
-    })
-    const submitWall = Date.now() - submitStart
-    const open = new Set(tasks)
-    const pollDeadline = Date.now() + 10 * 60_000
-    while (open.size > 0) {
-      if (Date.now() > pollDeadline) throw new Error(`${open.size} tasks still open after 10 minutes`)
-      const round_ = [...open]
-      await pool(round_, 4, async (task) => {
-        const answer = await rpc(sessionUrl(doorOf(task.id), task.id), "tasks/get", { id: task.taskId })
-        const result = answer.body.result
-        if (result !== undefined && terminal.has(result.status?.state)) {
-          task.seenAt = Date.now()
-          task.state = result.status.state
-          const stamp = Date.parse(result.status.timestamp ?? "")
-          task.endAt = Number.isNaN(stamp) ? task.seenAt : stamp
-          task.stamped = !Number.isNaN(stamp)
-          open.delete(task)
-        }
-      })
-      if (open.size > 0) await sleep(POLL_MS)
-    }
-    const batchCpu = batchAccount.end()
-    phase("batch")
-    const latencies = tasks.map((t) => t.endAt - t.submitAt)
-    const seen = tasks.map((t) => t.seenAt - t.submitAt)
-    const firstSubmit = Math.min(...tasks.map((t) => t.submitAt))
-    const lastEnd = Math.max(...tasks.map((t) => t.endAt))
-    const wallMs = lastEnd - firstSubmit
-    const states = {}
-    for (const t of tasks) states[t.state] = (states[t.state] ?? 0) + 1
+    const context = { variant, runners, ids, doors, doorOf, isOwnerDoor, ownerOf, split, soloMs, phase }
+    const measured = SCALING_MODE === "batch" ? await batchRun(context) : await closedRun(context)
     const viewsAfter = await Promise.all(doors.map(placementOf))
-    const splitAfter = runners.map((r) => viewsAfter[0].sessions.filter((s) => s.runner === r.runnerAddress).length)
-    const perRunner = runners.map((r) => {
-      const mine = tasks.filter((t) => ownerOf.get(t.id) === r.runnerAddress)
-      return { runner: r.runnerAddress, sessions: split[runners.indexOf(r)], tasks: mine.length, lastEndMs: mine.length === 0 ? 0 : Math.max(...mine.map((t) => t.endAt)) - firstSubmit }
-    })
     const result = {
       runners: runnersWanted,
       sessions,
       capacity: CAPACITY,
-      tasks: TASKS,
       ticks: TICKS,
       tickMs: TICK_MS,
-      load1AtStart: loadAtStart,
       startMs: runners.map((r) => r.startMs),
       phasesMs: phases,
       activationMs: activationStats,
@@ -851,33 +1082,67 @@ const scalingSet = async (variant, dir, runnersWanted, sessions) => {
       soloTaskMs: soloMs,
       idleCpu,
       idleCpuMsPerSecond: idleCpu.runnersCpuS.map((x) => round((x * 1000) / idleCpu.seconds, 1)),
-      batchCpu,
-      cpuMsPerTask: round(((batchCpu.runnersCpuS.reduce((a, b) => a + b, 0)) * 1000) / TASKS, 1),
-      postgresCpuMsPerTask: round((batchCpu.postgresCpuS * 1000) / TASKS, 1),
       split,
       sessionsHere: here,
-      splitAfter,
+      splitAfter: runners.map((r) => viewsAfter[0].sessions.filter((s) => s.runner === r.runnerAddress).length),
       sessionsHereAfter: viewsAfter.map((v) => v.sessions_here),
-      states,
-      submitWallMs: submitWall,
-      submitMs: stats(tasks.map((t) => t.submitMs)),
-      submitOwnerDoorMs: stats(tasks.filter((t) => isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
-      submitOtherDoorMs: runnersWanted === 1 ? undefined : stats(tasks.filter((t) => !isOwnerDoor(t.door, t.id)).map((t) => t.submitMs)),
-      wallMs,
-      tasksPerSecond: round(TASKS / (wallMs / 1000), 3),
-      latencyMs: stats(latencies),
-      seenLatencyMs: stats(seen),
-      p99OverMedian: round(pct(latencies, 0.99) / pct(latencies, 0.5)),
-      stampedFraction: tasks.filter((t) => t.stamped).length / tasks.length,
-      perRunner,
+      ...measured,
       runnerHealth: viewsAfter[0].runners,
       stderr: runners.map((r) => ({ runner: r.runnerAddress, ...r.stderrNotes() })),
       partMs: Date.now() - started
     }
-    log(`scaling: ${runnersWanted} runner(s): ${result.tasksPerSecond} tasks/s over ${wallMs} ms, latency p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms, ${JSON.stringify(states)}, ${round(result.stampedFraction * 100, 0)}% timed by status timestamp`)
+    const timed = `${round((result.stampedFraction ?? 0) * 100, 0)}% timed by status timestamp`
+    if (result.mode === "batch") log(`scaling: ${runnersWanted} runner(s): ${result.tasksPerSecond} tasks/s over ${result.wallMs} ms, latency p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms, ${JSON.stringify(result.states)}, ${timed}`)
+    else log(`scaling: ${runnersWanted} runner(s), ${CLIENTS} clients: ${result.tasksPerSecond} tasks/s (${result.completedInWindow} completed in the ${WINDOW_MS} ms window; fractional ${result.fractionalTasksPerSecond}), latency p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms (n=${result.latencyMs.n}), per runner ${result.perRunner.map((p) => p.completedInWindow).join("/")}, ${JSON.stringify(result.states)}, drain ${result.drainMs} ms, ${timed}`)
     return result
   } finally {
     for (const r of runners) await r.stop()
+  }
+}
+
+const statesText = (states) => Object.entries(states).map(([k, v]) => `${v} ${k}`).join(", ")
+const splitText = (set) => `${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`}`
+
+const printBatch = (rounds) => {
+  console.log(`\n## scaling, batch (ticking capsule: <ticks> × sleep <tickMs>; --runner-capacity ${CAPACITY}; one runner vs three, same run)\n`)
+  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms (owner's door / another's) | runner CPU ms/task | postgres CPU ms/task | machine busy (fleet's share) | idle runner CPU ms/s | states | stderr notes |")
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+  for (const r of rounds) {
+    for (const set of [r.one, r.three]) {
+      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${splitText(set)} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitOwnerDoorMs.p50}${set.submitOtherDoorMs === undefined ? "" : ` / ${set.submitOtherDoorMs.p50}`} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% (${round(set.batchCpu.fleetShare * 100, 0)}%) | ${set.idleCpuMsPerSecond.join("/")} | ${statesText(set.states)} | ${set.stderr.map((s) => s.count).join("/")} |`)
+    }
+  }
+  console.log("")
+  for (const r of rounds) {
+    const why = [
+      r.targetReachable ? "" : ": the 2.4 target is out of reach with this split",
+      r.cpuBound ? `; the machine was ${round(r.three.batchCpu.machineBusy * 100, 0)}% busy with three runners (${r.three.cpuMsPerTask} ms runner CPU a task): bound by CPU, not waiting` : ""
+    ].join("")
+    console.log(`${r.variant} (${r.ticks} × ${r.tickMs} ms, ${r.tasks} tasks), sessions ${r.sessions}: three/one ${r.ratio} (split ${r.three.split.join("/")} allows at most ${r.boundFromSplit}${why}) → ${pass(r.ratioPass)}; p99 < 2 × median (three runners): ${r.three.p99OverMedian} → ${pass(r.p99Pass)} (one runner: ${r.one.p99OverMedian} → ${pass(r.p99PassOne)})`)
+  }
+}
+
+const printClosed = (rounds) => {
+  console.log(`\n## scaling, closed loop (ticking capsule: <ticks> × sleep <tickMs>; --runner-capacity ${CAPACITY}; ${CLIENTS} clients; one runner vs three, same run)\n`)
+  console.log("| variant | sessions | runners | split (sessions per runner) | completed in window per runner | tasks/s (fractional) | latency p50 / p95 / p99 ms (n) | p99/p50 | latency p50 per runner ms | task alone ms / ramp ms | window ms | drain ms | submit p50 ms (owner's door / another's) | runner CPU ms/task | postgres CPU ms/task | machine busy (fleet's share) | idle runner CPU ms/s | states | stderr notes |")
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+  for (const r of rounds) {
+    for (const set of [r.one, r.three]) {
+      const cpu = `${round(set.windowCpu.machineBusy * 100, 0)}% (${round(set.windowCpu.fleetShare * 100, 0)}%)`
+      console.log(`| ${r.variant} | ${set.sessions} | ${set.runners} | ${splitText(set)} | ${set.perRunner.map((p) => p.completedInWindow).join("/")} | ${set.tasksPerSecond} (${set.fractionalTasksPerSecond}) | ${set.latencyMs.p50} / ${set.latencyMs.p95} / ${set.latencyMs.p99} (${set.latencyMs.n}) | ${set.p99OverMedian} | ${set.perRunner.map((p) => p.latencyP50Ms).join("/")} | ${set.soloTaskMs} / ${set.rampMs} | ${set.windowMs} | ${set.drainMs} | ${set.submitOwnerDoorMs.p50}${set.submitOtherDoorMs === undefined ? "" : ` / ${set.submitOtherDoorMs.p50}`} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${cpu} | ${set.idleCpuMsPerSecond.join("/")} | ${statesText(set.states)} | ${set.stderr.map((s) => s.count).join("/")} |`)
+    }
+  }
+  console.log("")
+  for (const r of rounds) {
+    const why = [
+      r.targetReachable ? "" : ": the 2.4 target is out of reach with this split",
+      r.cpuBound ? `; the machine was ${round(r.three.windowCpu.machineBusy * 100, 0)}% busy with three runners (${r.three.cpuMsPerTask} ms runner CPU a task): bound by CPU, not waiting` : ""
+    ].join("")
+    const notCompleted = [r.one, r.three].filter((set) => Object.keys(set.states).some((state) => state !== "completed"))
+    // Tasks that started together end together (one runner's four slots stay in step): a window holds a whole number of such waves, give or take one.
+    const above = r.ratio > r.boundFromSplit * 1.05 ? `; above the split's bound: the window caught one wave of tasks more or less in one set than its average (the fractional count is steadier)` : ""
+    console.log(`${r.variant} (${r.ticks} × ${r.tickMs} ms), ${r.sessions} sessions, ${r.clients} clients: three/one ${r.ratio} (fractional count ${r.fractionalRatio}; split ${r.three.split.join("/")} allows at most ${r.boundFromSplit}${why}${above}) → ${pass(r.ratioPass)}; p99 < 2 × median (three runners): ${r.three.p99OverMedian} (per runner p50 ${r.three.perRunner.map((p) => p.latencyP50Ms).join("/")} ms) → ${pass(r.p99Pass)} (one runner: ${r.one.p99OverMedian} → ${pass(r.p99PassOne)})`)
+    for (const set of notCompleted) console.log(`  ${set.runners} runner(s): not every task completed: ${statesText(set.states)}${set.errors.length === 0 ? "" : `; first error: ${set.errors[0].error}`}`)
   }
 }
 
@@ -888,19 +1153,23 @@ const scaling = async (tree) => {
     const one = await scalingSet(variant, dir, 1, sessions)
     const three = await scalingSet(variant, dir, 3, sessions)
     const ratio = round(three.tasksPerSecond / one.tasksPerSecond)
-    const bound = boundOf(three.split, sessions, variant.tasks, CAPACITY)
+    const closed = SCALING_MODE === "closed"
+    const bound = closed ? closedBoundOf(three.split, CLIENTS, CAPACITY) : boundOf(three.split, sessions, variant.tasks, CAPACITY)
+    const cpu = closed ? three.windowCpu : three.batchCpu
     const entry = {
+      mode: SCALING_MODE,
       variant: variant.name,
       ticks: variant.ticks,
       tickMs: variant.tickMs,
-      tasks: variant.tasks,
+      ...(closed ? { clients: CLIENTS, windowMs: WINDOW_MS } : { tasks: variant.tasks }),
       sessions,
       one,
       three,
       ratio,
+      ...(closed ? { fractionalRatio: round(three.fractionalTasksPerSecond / one.fractionalTasksPerSecond) } : {}),
       boundFromSplit: bound,
       targetReachable: bound >= TARGETS.scalingRatio,
-      cpuBound: three.batchCpu.machineBusy >= CPU_BOUND_SHARE,
+      cpuBound: (cpu?.machineBusy ?? 0) >= CPU_BOUND_SHARE,
       ratioPass: ratio >= TARGETS.scalingRatio,
       p99Pass: three.p99OverMedian < TARGETS.p99OverMedian,
       p99PassOne: one.p99OverMedian < TARGETS.p99OverMedian
@@ -911,6 +1180,7 @@ const scaling = async (tree) => {
   for (const variant of VARIANTS) {
     const dir = makeTickingDir(tree.tree, { ticks: variant.ticks, tickMs: variant.tickMs, name: `ticking-${variant.name}` })
     const first = await runRound(variant, dir, SCALING_SESSIONS)
+    if (SCALING_MODE !== "batch") continue
     if (first.boundFromSplit >= TARGETS.scalingRatio * ESCALATE_MARGIN || SCALING_ESCALATE === "" || Number(SCALING_ESCALATE) === SCALING_SESSIONS) continue
     if (first.cpuBound) {
       log(`scaling ${variant.name}: the split ${first.three.split.join("/")} bounds three/one at ${first.boundFromSplit}, but the three runners kept the machine ${round(first.three.batchCpu.machineBusy * 100, 0)}% busy: CPU, not the split, bounds this variant; not run again with more sessions`)
@@ -922,24 +1192,12 @@ const scaling = async (tree) => {
     log(`scaling ${variant.name}: the split ${first.three.split.join("/")} of ${SCALING_SESSIONS} sessions bounds three/one at ${first.boundFromSplit} (< ${TARGETS.scalingRatio} × ${ESCALATE_MARGIN}): again with ${more} sessions, ${escalated.tasks} tasks`)
     await runRound(escalated, dir, more)
   }
-  const result = { date: DATE, machine: machine(), run: runInfo(), settings: { VARIANTS, SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, POLL_MS, CPU_BOUND_SHARE }, rounds, partMs: Date.now() - started }
-
-  console.log(`\n## scaling (ticking capsule: <ticks> × sleep <tickMs>; --runner-capacity ${CAPACITY}; one runner vs three, same run)\n`)
-  console.log("| variant | tasks | sessions | runners | split (sessions per runner) | tasks/s | wall ms | latency p50 / p99 ms | p99/p50 | task alone ms | submit p50 ms (owner's door / another's) | runner CPU ms/task | postgres CPU ms/task | machine busy (fleet's share) | idle runner CPU ms/s | states | stderr notes |")
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-  for (const r of rounds) {
-    for (const set of [r.one, r.three]) {
-      console.log(`| ${r.variant} | ${r.tasks} | ${set.sessions} | ${set.runners} | ${set.split.join("/")}${set.splitAfter.join("/") === set.split.join("/") ? "" : ` → after ${set.splitAfter.join("/")}`} | ${set.tasksPerSecond} | ${set.wallMs} | ${set.latencyMs.p50} / ${set.latencyMs.p99} | ${set.p99OverMedian} | ${set.soloTaskMs} | ${set.submitOwnerDoorMs.p50}${set.submitOtherDoorMs === undefined ? "" : ` / ${set.submitOtherDoorMs.p50}`} | ${set.cpuMsPerTask} | ${set.postgresCpuMsPerTask} | ${round(set.batchCpu.machineBusy * 100, 0)}% (${round(set.batchCpu.fleetShare * 100, 0)}%) | ${set.idleCpuMsPerSecond.join("/")} | ${Object.entries(set.states).map(([k, v]) => `${v} ${k}`).join(", ")} | ${set.stderr.map((s) => s.count).join("/")} |`)
-    }
-  }
-  console.log("")
-  for (const r of rounds) {
-    const why = [
-      r.targetReachable ? "" : ": the 2.4 target is out of reach with this split",
-      r.cpuBound ? `; the machine was ${round(r.three.batchCpu.machineBusy * 100, 0)}% busy with three runners (${r.three.cpuMsPerTask} ms runner CPU a task): bound by CPU, not waiting` : ""
-    ].join("")
-    console.log(`${r.variant} (${r.ticks} × ${r.tickMs} ms, ${r.tasks} tasks), sessions ${r.sessions}: three/one ${r.ratio} (split ${r.three.split.join("/")} allows at most ${r.boundFromSplit}${why}) → ${pass(r.ratioPass)}; p99 < 2 × median (three runners): ${r.three.p99OverMedian} → ${pass(r.p99Pass)} (one runner: ${r.one.p99OverMedian} → ${pass(r.p99PassOne)})`)
-  }
+  const settings = SCALING_MODE === "batch"
+    ? { mode: SCALING_MODE, VARIANTS, SCALING_SESSIONS, SCALING_ESCALATE, CAPACITY, POLL_MS, CPU_BOUND_SHARE }
+    : { mode: SCALING_MODE, VARIANTS: VARIANTS.map(({ tasks: _tasks, ...v }) => v), SCALING_SESSIONS, CAPACITY, CLIENTS, RAMP, WINDOW_MS, CLOSED_POLL_MS, CPU_BOUND_SHARE }
+  const result = { date: DATE, machine: machine(), run: runInfo(), settings, rounds, partMs: Date.now() - started }
+  if (SCALING_MODE === "batch") printBatch(rounds)
+  else printClosed(rounds)
   writeResult("scaling", result)
   return result
 }
