@@ -22,6 +22,7 @@ import { DoorAddress } from "../services/DoorAddress.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 import { ResourcePlanes } from "../services/ResourcePlanes.js"
 import { Shell } from "../shell/Shell.js"
+import { SpendLedger } from "../records/SpendLedger.js"
 import { Trace } from "../records/Trace.js"
 import { sessionStartOf } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
@@ -33,6 +34,7 @@ import { audienceOf } from "../planes/PeerHandle.js"
 import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "../planes/PeerTools.js"
 import { failedMessage } from "./FailureReason.js"
 import { ShellCompletions } from "./ShellCompletions.js"
+import { makeSpendGuard } from "./SpendCeiling.js"
 import { type AgentEnv, emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
 export const SESSION_ENDED = "session ended"
@@ -100,7 +102,7 @@ export const AgentCapsule = {
   ): Layer.Layer<
     Capsule,
     never,
-    Sandbox | Shell | Trace | ShellCompletions | DelegationLauncher | DetachedRegistry | DelegationTracker | ResourcePlanes | Conversations
+    Sandbox | Shell | Trace | ShellCompletions | DelegationLauncher | DetachedRegistry | DelegationTracker | ResourcePlanes | Conversations | SpendLedger
   > =>
     Layer.scoped(
       Capsule,
@@ -118,6 +120,7 @@ export const AgentCapsule = {
         const delegations = yield* DelegationTracker
         const planes = yield* ResourcePlanes
         const conversations = yield* Conversations
+        const ledger = yield* SpendLedger
         const { manifest } = prepared.project
         const peerFiles = peerFilesFor(prepared, planes, doorUrl, trace)
         const started = Date.now()
@@ -128,7 +131,12 @@ export const AgentCapsule = {
             tools: prepared.toolList.map((tool) => tool.name),
             shellCommands: prepared.shell.allow.length,
             containment: prepared.containment,
-            inference: { model: prepared.model, maxTurns: prepared.maxTurns, maxSessionTokens: manifest.inference?.maxSessionTokens ?? null },
+            inference: {
+              model: prepared.model,
+              maxTurns: prepared.maxTurns,
+              maxSessionTokens: manifest.inference?.maxSessionTokens ?? null,
+              machineTokensPerDay: ledger.perDay ?? null
+            },
             lineage,
             systemPromptSource: prepared.systemPromptSource,
             credentialSource: manifest.inference?.apiKey === undefined ? "none" : manifest.inference.apiKeyEnv === undefined ? "manifest" : "environment"
@@ -152,7 +160,8 @@ export const AgentCapsule = {
         // for the driver (docs/benchmarks.md, "Agent").
         yield* sandbox.warm(guestTemplate(prepared, prepared.driver.name, prepared.driver.spec), Math.min(2, prepared.maxTurns))
         for (const [name, spec] of Object.entries(prepared.tools)) yield* sandbox.warm(guestTemplate(prepared, name, spec), 1)
-        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations, doorUrl }
+        const spend = makeSpendGuard(manifest.inference?.maxSessionTokens, ledger)
+        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations, spend, doorUrl }
         return Capsule.of({
           info: agentInfo(prepared),
           run: (input, io) =>

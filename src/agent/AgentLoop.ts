@@ -52,11 +52,12 @@ import {
   userMessage
 } from "./DriverProtocol.js"
 import { append, newTranscript, type Transcript, wireTracer } from "../records/WireTrace.js"
+import { type CeilingReached, ceilingText, type SpendGuard } from "./SpendCeiling.js"
 
 
 export interface AgentOutcome {
   /** What `task_end` records. */
-  readonly exit: Extract<TaskExitStatus, "ok" | "failed" | "max_turns_reached">
+  readonly exit: Extract<TaskExitStatus, "ok" | "failed" | "max_turns_reached" | "spend_ceiling_reached">
   /** The final answer, or "error: …" (what `out/result.txt` holds). */
   readonly text: string
   readonly turns: number
@@ -116,6 +117,8 @@ export interface AgentEnv {
   readonly peerFiles: Option.Option<PeerFiles["Type"]>
   /** `Conversations.stateless` unless `lifecycle.conversation: threaded`. */
   readonly conversations: Conversations["Type"]
+  /** The session's and the machine's token ceilings, checked before each provider call. */
+  readonly spend: SpendGuard
   /** The door's URL, when the session has one: large output files are linked on its resource plane. */
   readonly doorUrl?: string | undefined
 }
@@ -362,6 +365,10 @@ const runTurn = Effect.fn("AgentLoop.turn")(function*(task: TaskRun, dialogue: D
   counts.inputTokens += inputTokens
   counts.outputTokens += outputTokens
   const usage = response.usage
+  // What the provider says the call cost, else what was counted here.
+  yield* task.env.spend.spend((usage?.input_tokens ?? inputTokens) + (usage?.output_tokens ?? outputTokens)).pipe(
+    Effect.mapError((error) => new AgentHostError({ message: `the spend ledger could not be written: ${error.message}` }))
+  )
   const hashes = yield* traced(dialogue.wire(dialogue.transcript, sent, raw))
   const inferenceNode = yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("inference", parent, {
     turn,
@@ -396,12 +403,29 @@ const runTurn = Effect.fn("AgentLoop.turn")(function*(task: TaskRun, dialogue: D
   return undefined
 })
 
-/** Turns until one ends the task, or `max_turns` does. */
+/** A ceiling reached before the turn's provider call: traced under the task, and the task ends there. */
+const ceilingStop = (task: TaskRun, reached: CeilingReached, turn: number) =>
+  Effect.gen(function*() {
+    yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("spend_ceiling_reached", parent, {
+      task_id: task.input.taskId,
+      turn,
+      key: reached.key,
+      spent_tokens: reached.spent,
+      limit_tokens: reached.limit
+    }))))
+    return { exit: "spend_ceiling_reached", text: ceilingText(reached), turns: turn } satisfies AgentOutcome
+  })
+
+/** Turns until one ends the task, `max_turns` does, or a spend ceiling. */
 const turns = (task: TaskRun) =>
   Effect.gen(function*() {
     const dialogue = yield* openDialogue(task)
     const { maxTurns } = task.env.prepared
     for (let turn = 0; turn < maxTurns; turn++) {
+      const ceiling = yield* task.env.spend.reached.pipe(
+        Effect.mapError((error) => new AgentHostError({ message: `the spend ledger could not be read: ${error.message}` }))
+      )
+      if (ceiling !== undefined) return yield* ceilingStop(task, ceiling, turn)
       const done = yield* runTurn(task, dialogue, turn)
       if (done !== undefined) return done
     }

@@ -6,7 +6,7 @@
  * `capture: meta` it is shared more widely than the host environment.
  */
 import { realpathSync } from "node:fs"
-import { relative } from "node:path"
+import { basename, relative } from "node:path"
 import { refusedAllowEntries } from "../sandbox/grants/EnvGrant.js"
 import type { GuestGrant } from "../sandbox/GuestJob.js"
 import { appliedContainment } from "../shell/containment/ShellContainment.js"
@@ -24,6 +24,8 @@ const guestReport = (workdir: string, role: "driver" | "tool", grant: GuestGrant
   role,
   // The preopen is a path without links (./Grants.ts), so the workdir is compared resolved too.
   preopen: grant.preopen === undefined ? null : relative(realpathSync(workdir), grant.preopen) || ".",
+  // The store's name only: the state directory is under the murmur home, a host path.
+  ...(grant.state === undefined ? {} : { state: basename(grant.state) }),
   env: sorted(Object.keys(grant.env)),
   network: grant.network.map(ruleText),
   inference_gateway: grant.gateway !== undefined

@@ -1,7 +1,7 @@
 /** `--store`: the store a command's session is kept in, opened around the command (../layers/Store.ts). */
 import { Effect } from "effect"
 import { HostEnvironment } from "../layers/Host.js"
-import { murmurHome } from "../layers/AgentSession.js"
+import { murmurHome } from "../project/MurmurHome.js"
 import { defaultStorePath, storeLayer, type StoreSpec } from "../layers/Store.js"
 
 /** Runs `effect` with the store open (nothing for `memory`); the default is the directory's SQLite file. */

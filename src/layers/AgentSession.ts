@@ -10,7 +10,6 @@
  * `MURMUR_CAPSULE_URL` (`localhost:<port>`) is added once the door is bound, so `--port 0`
  * gets it too.
  */
-import { homedir } from "node:os"
 import { join } from "node:path"
 import { NodeContext } from "@effect/platform-node"
 import { Effect, Either, Layer, type Redacted } from "effect"
@@ -32,12 +31,11 @@ import { parseAllowList } from "../project/NetworkPolicy.js"
 import { Shell } from "../shell/Shell.js"
 import { makeShellEgress, ShellEgress } from "../shell/egress/ShellEgress.js"
 import type { TaskAcceptance } from "../services/TaskRegistry.js"
+import { readMachineConfig } from "../project/MachineConfig.js"
+import { murmurHome } from "../project/MurmurHome.js"
+import { SpendLedger } from "../records/SpendLedger.js"
 import { Trace } from "../records/Trace.js"
 import { SessionRecord } from "../services/SessionRecord.js"
-
-/** Where durable records live: `MURMUR_HOME`, else `~/.murmur` (tests point it at a temporary directory). */
-export const murmurHome = (hostEnv: Readonly<Record<string, string | undefined>>): string =>
-  hostEnv["MURMUR_HOME"] ?? join(hostEnv["HOME"] ?? homedir(), ".murmur")
 
 /** `lifecycle.input_timeout_secs` in milliseconds (absent or 0: wait forever). */
 export const inputTimeoutMs = (lifecycle: Lifecycle | undefined): number | undefined => {
@@ -87,6 +85,10 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       },
       runner: { ...options.runner, inputTimeoutMs: inputTimeoutMs(prepared.lifecycle) }
     }
+    const home = murmurHome(options.hostEnv)
+    const machine = yield* readMachineConfig(home)
+    // The machine's sessions share one ledger while it has a budget; without one nothing is written.
+    const ledger = machine.machineTokensPerDay === undefined ? SpendLedger.none : SpendLedger.layer(join(home, "spend"), machine.machineTokensPerDay)
     const layer = Layer.unwrapEffect(Effect.map(DoorConfig, (door) => {
       // Children get the `delegations` token (scope `complete`), never a token that can do more.
       const credentials = credentialsOf(door)
@@ -114,7 +116,11 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
         Effect.flatMap(Trace, (written) =>
           makeShellEgress({ rules: egressRules, record: (fields) => written.record("egress", undefined, fields).pipe(Effect.ignore) }))
       ).pipe(Layer.provide(trace))
-      const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(Layer.provide(Shell.layer().pipe(Layer.provide(egress))), Layer.provide(launcher))
+      const capsule = AgentCapsule.layer(prepared, options.lineage).pipe(
+        Layer.provide(Shell.layer().pipe(Layer.provide(egress))),
+        Layer.provide(launcher),
+        Layer.provide(ledger)
+      )
       // The export planes are shared by the door (which serves them) and the capsule (share-file,
       // and the generation each finished task advances).
       const planes = ExportPlanes.layer({
@@ -130,7 +136,7 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
       const conversations = prepared.lifecycle.conversation !== "threaded" ? Conversations.stateless : Conversations.layer({
         store: manifest.context?.record === false
           ? undefined
-          : { root: join(murmurHome(options.hostEnv), "conversations"), name: manifest.context?.recordStore ?? manifest.name },
+          : { root: join(home, "conversations"), name: manifest.context?.recordStore ?? manifest.name },
         retain: manifest.context?.retain,
         maxBytes: manifest.context?.recordMaxBytes,
         maxTurns: manifest.context?.recordMaxTurns

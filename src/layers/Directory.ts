@@ -10,6 +10,7 @@ import { Effect, Layer, Option } from "effect"
 import { loadAnyProject } from "../project/CapsuleProject.js"
 import { SessionStores } from "../store/SessionStores.js"
 import { pruneSessions } from "../records/SessionRetention.js"
+import { pruneTraces, type TraceRetain } from "../records/TraceRetention.js"
 
 export { defaultKeepSessions } from "../records/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
@@ -40,6 +41,15 @@ const keepNewest = (capsuleDir: string, keep: number, sessionId: string) =>
       deleted.length === 0 ? [] : [`deleted ${deleted.length} older session workdir${deleted.length === 1 ? "" : "s"} under ${capsuleDir}/workdir/ (--keep-sessions ${keep})`]
     ),
     Effect.catchTag("WorkdirPathRefused", (error) => Effect.succeed([`warning: session workdirs not pruned: ${error.message}`]))
+  )
+
+/** `trace.retain`: older sessions' records deleted before this one starts; the line to tell the operator, if any. */
+const retainTraces = (capsuleDir: string, retain: TraceRetain, sessionId: string) =>
+  pruneTraces(capsuleDir, retain, { sessionId, pid: process.pid }).pipe(
+    Effect.map((deleted) =>
+      deleted.length === 0 ? [] : [`deleted the records of ${deleted.length} older session${deleted.length === 1 ? "" : "s"} under ${capsuleDir}/.murmur/sessions/ (trace.retain)`]
+    ),
+    Effect.catchTag("WorkdirPathRefused", (error) => Effect.succeed([`warning: session records not pruned (trace.retain): ${error.message}`]))
   )
 
 /**
@@ -79,7 +89,9 @@ export const loadDirectory = (directory: string, options: DirectoryOptions = {})
     const notes = options.workdir === undefined && options.keepSessions !== undefined
       ? yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
       : []
-    return { loaded, sessionId, journal: session.journal, hostEnv: host.env, notes: [...session.notes, ...notes] }
+    const retain = loaded.project.manifest.trace?.retain
+    const traces = retain === undefined ? [] : yield* retainTraces(loaded.project.directory, retain, sessionId)
+    return { loaded, sessionId, journal: session.journal, hostEnv: host.env, notes: [...session.notes, ...notes, ...traces] }
   })
 
 /**

@@ -26,7 +26,7 @@ import * as WorkdirFs from "./WorkdirFs.js"
 
 export const defaultKeepSessions = 20
 
-const SESSION = /^ses_[0-9a-f]{16,}$/
+export const SESSION = /^ses_[0-9a-f]{16,}$/
 
 export interface Pruned {
   /** Session ids whose workdirs were deleted, oldest first. */
@@ -36,7 +36,7 @@ export interface Pruned {
 const LIVE = ".murmur/live"
 
 /** The session's marker names a process that is still running. */
-const running = (capsuleDir: string, session: string): boolean => {
+export const running = (capsuleDir: string, session: string): boolean => {
   try {
     const pid = Number((WorkdirFs.read(capsuleDir, `${LIVE}/${session}`) ?? "").trim())
     return Number.isInteger(pid) && pid > 0 && processAlive(pid)
@@ -44,6 +44,10 @@ const running = (capsuleDir: string, session: string): boolean => {
     return false
   }
 }
+
+/** Leaves `.murmur/live/<session id>` with the session's pid: no pruning deletes a running session. */
+export const markRunning = (capsuleDir: string, current: { readonly sessionId: string; readonly pid: number }) =>
+  WorkdirFs.write(capsuleDir, `${LIVE}/${current.sessionId}`, `${current.pid}\n`)
 
 /**
  * Marks `current` as running (its `.live` file), then deletes the oldest session workdirs under
@@ -55,7 +59,7 @@ export const pruneSessions = (
   current: { readonly sessionId: string; readonly pid: number }
 ): Effect.Effect<Pruned, WorkdirFs.WorkdirPathRefused> =>
   WorkdirFs.attempt(() => {
-    WorkdirFs.write(capsuleDir, `${LIVE}/${current.sessionId}`, `${current.pid}\n`)
+    markRunning(capsuleDir, current)
     // A session is its workdir and its records (./SessionWorkdirs.ts); either may be all that is left.
     const sessions = [...new Set([...sessionsIn(capsuleDir, "workdir"), ...sessionsIn(capsuleDir, RECORDS_UNDER)])]
       .filter((name) => name !== current.sessionId)

@@ -61,7 +61,7 @@ export interface SessionStartOf {
   readonly shellCommands: number
   readonly containment: { readonly declared: Containment; readonly achieved: Containment }
   /** An agent's inference settings; a script capsule has none. */
-  readonly inference?: { readonly model: string; readonly maxTurns: number; readonly maxSessionTokens: number | null } | undefined
+  readonly inference?: { readonly model: string; readonly maxTurns: number; readonly maxSessionTokens: number | null; readonly machineTokensPerDay?: number | null } | undefined
   /** A delegated child's spawner and delegation. */
   readonly lineage?: { readonly spawnedBy: string; readonly delegationId: string } | undefined
   readonly systemPromptSource?: SessionStartFields["system_prompt_source"] | undefined
@@ -70,8 +70,8 @@ export interface SessionStartOf {
 
 /**
  * A launch's `session_start` fields, in the reference's order, for the agent and the script kind
- * alike. One launch is one fresh session: nothing resumed, no pinned context; a machine-wide token
- * budget and user-namespace containment are not features of this runtime.
+ * alike. One launch is one fresh session: nothing resumed, no pinned context; user-namespace
+ * containment is not a feature of this runtime.
  */
 export const sessionStartOf = (of: SessionStartOf): SessionStartFields => {
   const caps = of.manifest.capabilities
@@ -81,7 +81,7 @@ export const sessionStartOf = (of: SessionStartOf): SessionStartFields => {
     model: of.inference?.model ?? "",
     max_turns: of.inference?.maxTurns ?? 0,
     max_session_tokens: of.inference?.maxSessionTokens ?? null,
-    machine_tokens_per_day: null,
+    machine_tokens_per_day: of.inference?.machineTokensPerDay ?? null,
     capabilities: declaredCapabilities(caps, of.shellCommands),
     tools_declared: of.tools,
     containment_declared: of.containment.declared,

@@ -22,6 +22,11 @@ export interface GuestGrant {
   /** Host directory preopened as `.`, a path without links (./Grants.ts resolves it); none: no filesystem at all. */
   readonly preopen: string | undefined
   /**
+   * The artifact's state directory (`capabilities.state`), preopened as `state`: it outlives the
+   * session, under `$MURMUR_HOME/state/<store>/`, a path without links (./grants/StateDir.ts).
+   */
+  readonly state?: string | undefined
+  /**
    * `capabilities.filesystem.read_only`, made relative to the preopen (`""`: all of it): subtrees
    * the guest may read but not change (./worker/GuestFs.ts). None: nothing is read-only.
    */

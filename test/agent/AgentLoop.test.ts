@@ -17,6 +17,7 @@ import { Sandbox } from "../../src/sandbox/Sandbox.js"
 import { mintId } from "../../src/services/Ids.js"
 import { SessionIdentity } from "../../src/services/SessionIdentity.js"
 import { Shell } from "../../src/shell/Shell.js"
+import { SpendLedger } from "../../src/records/SpendLedger.js"
 import { Trace } from "../../src/records/Trace.js"
 import { type AgentDirOptions, cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { referenceMessage, rpc, sleep, waitForState } from "../lib/Door.js"
@@ -60,7 +61,7 @@ const serveAgent = async (
   )
   const capsule = AgentCapsule.layer(prepared).pipe(
     Layer.provide(Shell.layer()),
-    Layer.provide(Layer.mergeAll(ShellCompletions.none, DelegationLauncher.disabled, ResourcePlanes.layerUndeclared, Conversations.stateless))
+    Layer.provide(Layer.mergeAll(ShellCompletions.none, DelegationLauncher.disabled, ResourcePlanes.layerUndeclared, Conversations.stateless, SpendLedger.none))
   )
   const session = servedCapsule(capsule, { sessionId, door: { acceptance: "queue" }, tasks: { maxActive: 1, queueDepth: 8 }, runner }).pipe(
     Layer.provide(Trace.layer({ directory: prepared.workdir, sessionId, capture: "meta" })),

@@ -20,6 +20,7 @@ import { Capsule, CapsuleFailure, type TaskIO } from "../../src/services/Capsule
 import { DetachedRegistry } from "../../src/services/DetachedRegistry.js"
 import { mintId } from "../../src/services/Ids.js"
 import { Shell } from "../../src/shell/Shell.js"
+import { SpendLedger } from "../../src/records/SpendLedger.js"
 import { Trace } from "../../src/records/Trace.js"
 import { cliCacheDir, makeAgentCapsuleDir } from "../lib/CapsuleDirs.js"
 import { Conversations } from "../../src/agent/Conversations.js"
@@ -107,7 +108,7 @@ const runOneTask = (dir: string, text: string) =>
         AgentCapsule.layer(prepared).pipe(
           Layer.provide(Shell.layer()),
           Layer.provide(Layer.mergeAll(DetachedRegistry.layer, DelegationTracker.layer)),
-          Layer.provide(Layer.mergeAll(ShellCompletions.none, DelegationLauncher.disabled, ResourcePlanes.layerUndeclared, Conversations.stateless)),
+          Layer.provide(Layer.mergeAll(ShellCompletions.none, DelegationLauncher.disabled, ResourcePlanes.layerUndeclared, Conversations.stateless, SpendLedger.none)),
           Layer.provide(Trace.layer({ directory: prepared.sessionWorkdir, sessionId, capture: "meta" })),
           Layer.provide(Layer.succeedContext(sandbox))
         )

@@ -46,7 +46,8 @@ const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; r
   "capsule-plant-links": { imports: [], exports: [CAPSULE_RUN] },
   "tool-plant-links": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
   "capsule-ro-probe": { imports: [], exports: [CAPSULE_RUN] },
-  "tool-ro-probe": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] }
+  "tool-ro-probe": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
+  "tool-state-probe": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] }
 }
 
 const murmur = (names: ReadonlyArray<string>) => names.filter((n) => n.startsWith("murmur:")).sort()

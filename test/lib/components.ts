@@ -184,6 +184,13 @@ export const fixtures = {
     behaviour: "input.data {\"plant\": [[link, target], …]}: plants each symbolic link in its preopen; returns passed, " +
       "data = one line each (ok | refused:<code>)"
   },
+  "tool-state-probe": {
+    kind: "js",
+    source: "js/tool-state-probe.js",
+    world: "driver",
+    behaviour: "input.data {\"append\": text}: in the `state` preopen reads notes.txt, writes it back with the text appended, " +
+      "then tries ../escape.txt from it; returns passed, data = JSON {preopens, before, escape}"
+  },
   "capsule-ro-probe": {
     kind: "js",
     source: "js/capsule-ro-probe.js",

@@ -175,13 +175,12 @@ describe("inference: accepted", () => {
     }])
   })
 
-  it("compaction and max_session_tokens: defaults applied, validated, and named as not acted on", () => {
+  it("compaction and max_session_tokens: defaults applied, validated; compaction named as not acted on, the ceiling enforced", () => {
     const parsed = ok(agent({ compaction: "{ model: small, system_prompt_file: ' c.md ' }", max_session_tokens: "50000" }))
     assert.deepStrictEqual(parsed.manifest.inference?.compaction, { threshold: 0.98, model: "small", systemPromptFile: "c.md", dumpSummaries: false })
     assert.strictEqual(parsed.manifest.inference?.maxSessionTokens, 50000)
     assert.deepStrictEqual(parsed.warnings, [
-      { code: "W-RUN-001", message: `'inference.compaction' ${NOT_ACTED}`, path: "inference.compaction" },
-      { code: "W-RUN-001", message: `'inference.max_session_tokens' ${NOT_ACTED}`, path: "inference.max_session_tokens" }
+      { code: "W-RUN-001", message: `'inference.compaction' ${NOT_ACTED}`, path: "inference.compaction" }
     ])
     assert.strictEqual(ok(agent({ compaction: "{ threshold: 1, dump_summaries: true }" })).manifest.inference?.compaction?.threshold, 1)
   })
@@ -244,7 +243,7 @@ describe("the session blocks: accepted", () => {
     assert.deepStrictEqual(inertPaths(full), ["context.seed_budget", "context.seed_overflow_margin"])
   })
 
-  it("trace.capture (default meta), the retired include_tool_output alias (warns), trace.retain", () => {
+  it("trace.capture (default meta), the retired include_tool_output alias (warns), trace.retain (enforced, no warning)", () => {
     for (const capture of ["none", "meta", "content"] as const) {
       const parsed = ok(agent({}, `trace: { capture: ' ${capture} ' }\n`))
       assert.deepStrictEqual(parsed.manifest.trace, { capture })
@@ -262,7 +261,7 @@ describe("the session blocks: accepted", () => {
     }
     const retained = ok(agent({}, "trace: { retain: { max_age: 30m, max_sessions: 5 } }\n"))
     assert.deepStrictEqual(retained.manifest.trace, { capture: "meta", retain: { maxSessions: 5, maxAgeSecs: 1800 } })
-    assert.deepStrictEqual(inertPaths(retained), ["trace.retain"])
+    assert.deepStrictEqual(inertPaths(retained), [])
   })
 
   it("observability: an empty otel_endpoint is absent; eval scorers get their defaults, unknown types are skipped with a warning", () => {

@@ -11,6 +11,8 @@ import {
   invalidCapability,
   invalidFilesystemScope,
   invalidNetworkAllowEntry,
+  invalidStateStore,
+  isPathSegment,
   stagedRuntimeNeedsSealed
 } from "./ManifestError.js"
 import { block, blockItem, type Decoded, list, optBool, optString, optUint, refuse, string } from "./YamlReader.js"
@@ -283,7 +285,11 @@ export const lowerCapabilities = (raw: RawCapabilities): Capabilities => {
     }
     out.resources = resources
   }
-  if (raw.state) out.state = raw.state.store === undefined ? {} : { store: raw.state.store.trim() }
+  if (raw.state) {
+    const store = raw.state.store?.trim()
+    if (store !== undefined && !isPathSegment(store)) refuse(invalidStateStore(store))
+    out.state = store === undefined ? {} : { store }
+  }
   if (raw.task_io) {
     out.taskIo = { read: raw.task_io.read ?? refuse(invalidCapability("capabilities.task_io.read", NEVER_INFERRED)) }
   }

@@ -82,8 +82,8 @@ export const CapabilitiesDocument = Schema.Struct({
     deadline_seconds: u64({ description: "Wall-clock seconds a guest call may run before it is stopped.", default: 600 })
   }, { description: "WebAssembly guest limits." }),
   resources: section(resourceFields, { description: "Limits on shell processes (rlimits under the sealed tier; a launch warning without it)." }),
-  state: section({ store: text({ description: "Name of the state store." }) }, {
-    description: "A per-artifact state directory; not given by this runtime (W-RUN-001 / W-SEC-008)."
+  state: section({ store: text({ description: "Name of the state store: one path segment (E-CAP-011); default the artifact's name." }) }, {
+    description: "On an artifact entry: a directory that outlives the session, $MURMUR_HOME/state/<store>/ (mode 0700), preopened for the artifact's guest as `state`. Capsule-wide it is inert (W-RUN-001)."
   }),
   task_io: section({ read: flag({ description: "Grant murmur:task-io/read." }) }, {
     description: "Hook-only grant: refused capsule-wide and on non-hook entries (E-MAN-003)."

@@ -77,7 +77,7 @@ const InferenceDocument = Schema.Struct({
   max_turns: u32({ description: "Most driver turns per task before it fails (0 is refused).", default: DEFAULT_MAX_TURNS }),
   max_task_reopens: never("Moved to lifecycle.max_task_reopens in 0.3; refused here (E-MAN-003)."),
   max_tokens: u32({ description: "The per-turn output cap sent with each driver request.", default: DEFAULT_MAX_TOKENS }),
-  max_session_tokens: u64({ description: "A session-wide token ceiling; not enforced by this runtime (W-RUN-001)." })
+  max_session_tokens: u64({ description: "A session-wide token ceiling, checked before each provider call: past it the task ends spend_ceiling_reached." })
 })
 
 const retain = (countKey: "max_sessions" | "max_messages", countHelp: string, description: string) =>
@@ -123,7 +123,7 @@ export const ManifestDocument = Schema.Struct({
   trace: section({
     capture: oneOf(["none", "meta", "content"], { description: "What trace.jsonl records: nothing, metadata, or also tool input and output.", default: "meta" }),
     include_tool_output: flag({ description: "Retired: true means capture: content, false capture: meta (W-RETIRED-KEY); refused beside capture." }),
-    retain: retain("max_sessions", "Most sessions' traces kept (at least 1).", "Trace retention; validated, not applied by this runtime (W-RUN-001).")
+    retain: retain("max_sessions", "Most sessions' records kept, this one counted (at least 1).", "Deletes older sessions' records (their traces) when a session starts: past the newest max_sessions, or last written more than max_age ago. Running sessions are kept.")
   }, { description: "The session trace (trace.jsonl)." }),
   network: section({
     internal_port: u16({ description: "The door's port for serve and run when --port is absent (E-RUN-010 when taken). Absent: any free port." })

@@ -130,6 +130,10 @@ export const invalidRecordStore = (store: string, fromName: boolean) =>
     `invalid context.record_store '${store}'${fromName ? " (the capsule name, its default; set context.record_store)" : ""}: must be a single path segment (no '/', '\\', NUL, '.' or '..')`
   )
 
+/** A state store is a directory under `<murmur home>/state/`: one segment, or it would land elsewhere. */
+export const invalidStateStore = (store: string) =>
+  make("E-CAP-011", `invalid capabilities.state.store '${store}': must be a single path segment (no '/', '\\', NUL, '.' or '..')`)
+
 /** The artifact's own manifest (§1.4) words type errors differently from the capsule manifest. */
 export const artifactFieldInvalidType = (field: string, expected: string, got: string) =>
   make("E-MAN-003", `${MANIFEST_FILENAME}: field '${field}' has invalid type (expected ${expected}, got ${got})`)

@@ -15,6 +15,7 @@ import type { ArtifactEntry } from "../../project/manifest/ArtifactEntry.js"
 import { effectiveLimits } from "../../project/manifest/Capabilities.js"
 import { narrow, type NetworkRule, parseAllowList } from "../../project/NetworkPolicy.js"
 import { ProjectError } from "../../project/ProjectError.js"
+import { stateDir } from "./StateDir.js"
 import * as WorkdirFs from "../../records/WorkdirFs.js"
 
 export interface GrantContext {
@@ -104,8 +105,10 @@ export const toolGrant = (context: GrantContext, entry: ArtifactEntry): Either.E
     const { env, warnings } = envFor(context, entry)
     const limits = effectiveLimits(context.manifest.capabilities)
     const readOnly = readOnlyOf(context, scope)
+    const declared = entry.capabilities?.state
+    const state = declared === undefined ? undefined : yield* stateDir(context.hostEnv, declared.store ?? entry.name)
     return {
-      grant: { preopen, readOnly, env, network: narrowed.rules, memoryBytes: limits.memoryBytes, instances: limits.instances },
+      grant: { preopen, ...(state === undefined ? {} : { state }), readOnly, env, network: narrowed.rules, memoryBytes: limits.memoryBytes, instances: limits.instances },
       warnings: [...narrowed.warnings, ...warnings]
     }
   })

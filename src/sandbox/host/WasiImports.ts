@@ -72,17 +72,22 @@ export const schemeOf = (scheme: any): string | undefined => {
 export const wasiImports = (grant: GuestGrant, sinks: StdioSinks, traceparent: () => string | undefined = () => undefined): Record<string, any> => {
   const shim = new WASIShim({
     sandbox: {
-      preopens: grant.preopen === undefined ? {} : { ".": grant.preopen },
+      preopens: {
+        ...(grant.preopen === undefined ? {} : { ".": grant.preopen }),
+        ...(grant.state === undefined ? {} : { state: grant.state })
+      },
       env: { ...grant.env },
       args: [],
       enableNetwork: false
     }
   } as any)
   const base: Record<string, any> = shim.getImportObject()
-  if (grant.preopen !== undefined) {
-    const preopens = base["wasi:filesystem/preopens"].getDirectories()
-    confine((shimFilesystem as any).types.Descriptor, preopens, { preopen: grant.preopen, readOnly: grant.readOnly ?? [] })
-  }
+  // Each preopen is confined to its own directory; `state` has no read-only subtrees (read_only names workdir paths).
+  const preopens: ReadonlyArray<readonly [any, string]> = base["wasi:filesystem/preopens"].getDirectories()
+  const named = (name: string) => preopens.filter(([, as]) => as === name)
+  const Descriptor = (shimFilesystem as any).types.Descriptor
+  if (grant.preopen !== undefined) confine(Descriptor, named("."), { preopen: grant.preopen, readOnly: grant.readOnly ?? [] })
+  if (grant.state !== undefined) confine(Descriptor, named("state"), { preopen: grant.state, readOnly: [] })
   const stdout = new SinkStream(sinks.stdout)
   const stderr = new SinkStream(sinks.stderr)
   // With `enableNetwork: false` the shim's handler throws a string that is no `error-code`
