@@ -52,6 +52,7 @@ import {
   userMessage
 } from "./DriverProtocol.js"
 import { append, newTranscript, type Transcript, wireTracer } from "../records/WireTrace.js"
+import { appendEval, evalLine } from "./EvalScores.js"
 import { type CeilingReached, ceilingText, type SpendGuard } from "./SpendCeiling.js"
 
 
@@ -130,6 +131,8 @@ interface TaskRun {
   readonly io: TaskIO
   readonly started: number
   readonly counts: TaskCounts
+  /** The tools the task called, in order (`tool_sequence`). */
+  readonly tools: Array<string>
   /** Where the task is, for `task_canceled`, and whether a request-input of it timed out. */
   readonly state: { phase: "turn" | "inference" | "input"; turn: number; timedOut: boolean }
   readonly countTokens: TokenCounter
@@ -187,6 +190,7 @@ const beginTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
       io,
       started,
       counts: { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 },
+      tools: [],
       state: { phase: "turn", turn: 0, timedOut: false },
       countTokens,
       log,
@@ -217,7 +221,22 @@ const endTask = (task: TaskRun, exit: Exclude<TaskExitStatus, "reopen_budget_exh
     tool_calls: task.counts.toolCalls,
     shell_calls: task.counts.shellCalls,
     reopen_count: 0
-  }))))
+  }))), Effect.zipRight(scoreTask(task, exit)))
+
+/** `observability.eval`: the task's scores, a line of `eval.jsonl` (./EvalScores.ts). */
+const scoreTask = (task: TaskRun, exit: TaskExitStatus) => {
+  const evaluation = task.env.prepared.project.manifest.observability?.eval
+  if (evaluation === undefined || evaluation.scorers.length === 0) return Effect.void
+  const { counts, input } = task
+  return appendEval(task.env.prepared.records, evalLine(evaluation.scorers, evaluation.datasetId, {
+    taskId: input.taskId,
+    contextId: input.contextId,
+    exit,
+    turns: counts.turns,
+    tokens: counts.inputTokens + counts.outputTokens,
+    tools: task.tools
+  }))
+}
 
 /** What a tool run can do: its chunks go to the task, its request-input puts the task in `input-required`. */
 const toolHost = (task: TaskRun): GuestHost => ({
@@ -333,6 +352,7 @@ const runCalls = (task: TaskRun, dialogue: Dialogue, content: Parameters<typeof 
     const turnMessages = [assistantMessage(content)]
     append(dialogue.transcript, turnMessages[0]!)
     for (const call of calls) {
+      task.tools.push(call.name)
       const { result, text } = yield* dispatch(task, call, turn, inferenceNode).pipe(
         Effect.tap(({ result }) => Effect.annotateCurrentSpan("outcome", result.status)),
         Effect.withSpan("AgentLoop.tool", { attributes: { taskId: task.input.taskId, turn: turn + 1, tool: call.name } })

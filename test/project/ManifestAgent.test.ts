@@ -264,7 +264,7 @@ describe("the session blocks: accepted", () => {
     assert.deepStrictEqual(inertPaths(retained), [])
   })
 
-  it("observability: an empty otel_endpoint is absent; eval scorers get their defaults, unknown types are skipped with a warning", () => {
+  it("observability: an empty otel_endpoint is absent; eval scorers get their defaults, unknown types are skipped with a warning, llm_judge is warned as not run", () => {
     assert.deepStrictEqual(ok(agent({}, "observability: { otel_endpoint: '  ' }\n")).manifest.observability, {})
     assert.deepStrictEqual(ok(agent({}, "observability: { otel_endpoint: ' http://collector:4318 ' }\n")).manifest.observability, {
       otelEndpoint: "http://collector:4318"
@@ -292,7 +292,11 @@ describe("the session blocks: accepted", () => {
     })
     assert.deepStrictEqual(parsed.warnings, [
       { code: "W-EVAL-SCORER", message: "unknown scorer type 'vibes' — skipping", path: "observability.eval.scorers[4].type" },
-      { code: "W-RUN-001", message: `'observability.eval' ${NOT_ACTED}`, path: "observability.eval" }
+      {
+        code: "W-RUN-001",
+        message: "warning: observability.eval.scorers[5] (llm_judge) is not run by this runtime; the other scorers are",
+        path: "observability.eval.scorers[5]"
+      }
     ])
   })
 

@@ -116,9 +116,9 @@ export const ManifestDocument = Schema.Struct({
   observability: section({
     otel_endpoint: text({ description: "Where OTLP/HTTP spans go (empty reads as absent)." }),
     eval: section({
-      dataset_id: text({ description: "The evaluation dataset." }),
-      scorers: opt(Schema.Array(ScorerDocument), { description: "Scorers run over a finished task." })
-    }, { description: "Evaluation; validated, not run by this runtime (W-RUN-001)." })
+      dataset_id: text({ description: "The evaluation dataset, written on each eval.jsonl line." }),
+      scorers: opt(Schema.Array(ScorerDocument), { description: "Scorers run over each finished task; llm_judge is not run (W-RUN-001)." })
+    }, { description: "Scores each task as it ends: a line of <records>/eval.jsonl beside the trace." })
   }, { description: "Tracing and evaluation." }),
   trace: section({
     capture: oneOf(["none", "meta", "content"], { description: "What trace.jsonl records: nothing, metadata, or also tool input and output.", default: "meta" }),
