@@ -87,6 +87,17 @@ const entriesOf = (project: CapsuleProject) =>
     return entries
   })
 
+/**
+ * A loaded project stages the same entries for every session (a fleet runner builds many sessions
+ * of one load): read and parsed once per project, not once per session.
+ */
+const staged = new WeakMap<CapsuleProject, ReadonlyArray<StagedEntry>>()
+const stagedEntriesOf = (project: CapsuleProject) =>
+  Effect.suspend(() => {
+    const known = staged.get(project)
+    return known !== undefined ? Effect.succeed(known) : Effect.tap(entriesOf(project), (entries) => Effect.sync(() => staged.set(project, entries)))
+  })
+
 const MAX_DESCRIPTION_CHARS = 200
 
 /** Publisher text made inert for MURMUR.md: one line, no backticks or control characters, capped. */
@@ -196,7 +207,7 @@ export const stageAgentWorkdir = (
   options: { readonly sessionId: string; readonly workdirs: Pick<SessionWorkdirs, "accessible" | "session">; readonly capsuleUrl: string | undefined }
 ): Effect.Effect<StagedWorkdir, ProjectError> =>
   Effect.gen(function*() {
-    const all = yield* entriesOf(project)
+    const all = yield* stagedEntriesOf(project)
     const warnings = all.filter((entry) => !isSegment(entry.name)).map((entry) =>
       `warning: '${entry.name}' cannot be staged as tools/<name>/ (not a single path segment); it is not offered to the model`
     )

@@ -4,5 +4,16 @@
  */
 import { createHash } from "node:crypto"
 
-/** SHA-256 of the bytes, as lowercase hex. */
-export const digestOf = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+const digests = new WeakMap<Uint8Array, string>()
+
+/**
+ * SHA-256 of the bytes, as lowercase hex. Remembered per buffer: a loaded project's components are
+ * digested again by every session built from it (a fleet runner builds many), never changed in place.
+ */
+export const digestOf = (bytes: Uint8Array): string => {
+  const known = digests.get(bytes)
+  if (known !== undefined) return known
+  const digest = createHash("sha256").update(bytes).digest("hex")
+  digests.set(bytes, digest)
+  return digest
+}
