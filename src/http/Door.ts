@@ -9,6 +9,7 @@
 import { type HttpApp, HttpLayerRouter, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, FiberRef, Layer, LogLevel, Scope } from "effect"
+import { globalValue } from "effect/GlobalValue"
 import { EventLog } from "../services/EventLog.js"
 import { isPeerPath, type PlaneResponse, ResourcePlanes } from "../services/ResourcePlanes.js"
 import { SessionIdentity } from "../services/SessionIdentity.js"
@@ -50,19 +51,25 @@ const decodable = (url: string) => {
 }
 
 /** What a session's door answers with; the router that picks among them is shared (`routes`). */
-class DoorRoutes extends Context.Tag("capsule-runtime/DoorRoutes")<DoorRoutes, {
+interface DoorRoutes {
   readonly card: HttpApp.Default
   readonly rpc: HttpApp.Default
   readonly rest: HttpApp.Default
   readonly plane: HttpApp.Default
-}>() {}
+}
 
-const routeTo = (pick: (routes: DoorRoutes["Type"]) => HttpApp.Default) => Effect.flatMap(DoorRoutes, pick)
+const unrouted = Effect.die("a door route ran outside its door")
+const noRoutes: DoorRoutes = { card: unrouted, rpc: unrouted, rest: unrouted, plane: unrouted }
+
+/** Set for the request by its door: a fiber-local value, cheaper per request than a service in the context. */
+const currentRoutes = globalValue(Symbol.for("capsule-runtime/DoorRoutes"), () => FiberRef.unsafeMake<DoorRoutes>(noRoutes))
+
+const routeTo = (pick: (routes: DoorRoutes) => HttpApp.Default) => Effect.flatMap(FiberRef.get(currentRoutes), pick)
 
 /**
  * One router for every door in the process: its route tree (find-my-way keeps one per HTTP
- * method for each `all` route, ~200 KiB) is built once, and each door provides its own
- * `DoorRoutes`. A fleet runner holding a thousand sessions holds one tree, not a thousand.
+ * method for each `all` route, ~200 KiB) is built once, and each door sets its own
+ * `DoorRoutes` for the request. A fleet runner holding a thousand sessions holds one tree, not a thousand.
  */
 const routes = HttpRouter.empty.pipe(
   HttpRouter.get("/.well-known/agent-card.json", routeTo((r) => r.card)),
@@ -106,7 +113,7 @@ export const makeRouter = Effect.gen(function*() {
     const refusal = restError(toRpcError(new VersionNotSupported({ requested: negotiated.requested })))
     return HttpServerResponse.text(refusal.body, { status: refusal.status, contentType: "application/json", headers: cardHeaders })
   })
-  const router = Effect.provideService(routes, DoorRoutes, { card, rpc, rest, plane: planeRoute })
+  const router = Effect.locally(routes, currentRoutes, { card, rpc, rest, plane: planeRoute })
   const tooManyHeaders = HttpServerResponse.text(
     `{"error":"too_many_headers","message":"the request has more than ${config.maxHeadersCount} headers"}`,
     { status: 431, contentType: "application/json", headers: { connection: "close" } }
