@@ -35,6 +35,7 @@ import { FETCH_PEER_FILE, PeerFiles, runPeerTool, SHARE_FILE } from "../planes/P
 import { failedMessage } from "./FailureReason.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { makeSpendGuard } from "./SpendCeiling.js"
+import { DEFAULT_WORKDIR_MAX_BYTES, makeWorkdirQuota } from "../shell/WorkdirQuota.js"
 import { type AgentEnv, emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
 
 export const SESSION_ENDED = "session ended"
@@ -161,7 +162,8 @@ export const AgentCapsule = {
         yield* sandbox.warm(guestTemplate(prepared, prepared.driver.name, prepared.driver.spec), Math.min(2, prepared.maxTurns))
         for (const [name, spec] of Object.entries(prepared.tools)) yield* sandbox.warm(guestTemplate(prepared, name, spec), 1)
         const spend = makeSpendGuard(manifest.inference?.maxSessionTokens, ledger)
-        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations, spend, doorUrl }
+        const quota = yield* makeWorkdirQuota(prepared.workdir, manifest.capabilities.resources?.workdir_max_bytes ?? DEFAULT_WORKDIR_MAX_BYTES)
+        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations, spend, quota, doorUrl }
         return Capsule.of({
           info: agentInfo(prepared),
           run: (input, io) =>

@@ -54,6 +54,7 @@ import {
 import { append, newTranscript, type Transcript, wireTracer } from "../records/WireTrace.js"
 import { appendEval, evalLine } from "./EvalScores.js"
 import { type CeilingReached, ceilingText, type SpendGuard } from "./SpendCeiling.js"
+import type { WorkdirBreach, WorkdirQuota } from "../shell/WorkdirQuota.js"
 
 
 export interface AgentOutcome {
@@ -120,6 +121,8 @@ export interface AgentEnv {
   readonly conversations: Conversations["Type"]
   /** The session's and the machine's token ceilings, checked before each provider call. */
   readonly spend: SpendGuard
+  /** `resources.workdir_max_bytes`: past it the session ends (E-RUN-013). */
+  readonly quota: WorkdirQuota
   /** The door's URL, when the session has one: large output files are linked on its resource plane. */
   readonly doorUrl?: string | undefined
 }
@@ -268,6 +271,7 @@ const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Ef
     taskId: input.taskId,
     counts: task.counts,
     shell: env.shell,
+    quota: env.quota,
     runTool: (name, spec, data) => runGuest(task, name, spec, data, toolHost(task)),
     timedOut: () => task.state.timedOut,
     record: (type, parentId, fields) => Effect.zipRight(task.lines.settled, traced(env.trace.record(type, parentId, fields))),
@@ -436,7 +440,19 @@ const ceilingStop = (task: TaskRun, reached: CeilingReached, turn: number) =>
     return { exit: "spend_ceiling_reached", text: ceilingText(reached), turns: turn } satisfies AgentOutcome
   })
 
-/** Turns until one ends the task, `max_turns` does, or a spend ceiling. */
+/** The workdir passed its budget: traced under the task, which ends failed with E-RUN-013. */
+const quotaStop = (task: TaskRun, breach: WorkdirBreach, turn: number) =>
+  Effect.gen(function*() {
+    yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("workdir_limit_exceeded", parent, {
+      task_id: task.input.taskId,
+      turn,
+      bytes: breach.bytes,
+      limit_bytes: breach.limit
+    }))))
+    return { exit: "failed", text: `error: ${breach.message}`, turns: turn } satisfies AgentOutcome
+  })
+
+/** Turns until one ends the task, `max_turns` does, a spend ceiling, or the workdir's budget. */
 const turns = (task: TaskRun) =>
   Effect.gen(function*() {
     const dialogue = yield* openDialogue(task)
@@ -446,6 +462,8 @@ const turns = (task: TaskRun) =>
         Effect.mapError((error) => new AgentHostError({ message: `the spend ledger could not be read: ${error.message}` }))
       )
       if (ceiling !== undefined) return yield* ceilingStop(task, ceiling, turn)
+      const over = task.env.quota.found()
+      if (over !== undefined) return yield* quotaStop(task, over, turn)
       const done = yield* runTurn(task, dialogue, turn)
       if (done !== undefined) return done
     }

@@ -14,6 +14,7 @@ import type { SandboxError } from "../sandbox/SandboxError.js"
 import { type DetachedCompletion, errorResult, parseShellInput } from "../shell/ShellGrant.js"
 import { CapsuleFailure } from "../services/Capsule.js"
 import type { DetachedInfo, Shell } from "../shell/Shell.js"
+import type { WorkdirQuota } from "../shell/WorkdirQuota.js"
 import type { FieldsOf } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { DELEGATE_TASK } from "../delegation/DelegateTask.js"
@@ -33,6 +34,8 @@ export interface DispatchEnv {
   readonly taskId: string
   readonly counts: TaskCounts
   readonly shell: Shell["Type"]
+  /** The workdir's size budget, checked before each command starts. */
+  readonly quota: WorkdirQuota
   readonly runTool: (name: string, spec: ToolSpec, data: string) => Effect.Effect<GuestOutcome, SandboxError>
   /** Whether a request-input of this task timed out (the task then fails `input-timeout`). */
   readonly timedOut: () => boolean
@@ -103,7 +106,8 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
         graceSeconds: env.prepared.lifecycle.shellGraceSecs,
         containment: env.prepared.shell.containment,
         taskId: env.taskId,
-        maxOutputBytes: env.prepared.shell.maxOutputBytes
+        maxOutputBytes: env.prepared.shell.maxOutputBytes,
+        quota: env.quota
       }))
       if (Either.isLeft(outcome)) return yield* toolCallLine(outcome.left.toolResult)
       const done = outcome.right

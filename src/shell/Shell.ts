@@ -19,7 +19,8 @@
  * ShellContainment.ts): sealed = bwrap with every namespace, a composed root, noexec workdir,
  * seccomp and rlimits, and with `network.allow` egress only through the session's checking proxy
  * (./egress/ShellEgress.ts, when the layer has one); advisory = rlimits and pdeathsig (and the
- * host's network). NOT enforced: cgroup v2 limits, the workdir size budget. See docs/shell.md.
+ * host's network), and the workdir's size budget before each start (./WorkdirQuota.ts). NOT
+ * enforced: cgroup v2 limits. See docs/shell.md.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import type { Readable, Writable } from "node:stream"
@@ -43,6 +44,7 @@ import {
   syntheticHome
 } from "./ShellGrant.js"
 import { OutputCapture } from "./ShellOutput.js"
+import type { WorkdirQuota } from "./WorkdirQuota.js"
 import { DetachedRegistry } from "../services/DetachedRegistry.js"
 
 /** A command that could not be started; the turn sees it as an `error` result. */
@@ -81,6 +83,8 @@ export interface ShellRequest {
   readonly taskId?: string | undefined
   /** `capabilities.shell.max_output_bytes`: most output kept per call; past it the command is killed. */
   readonly maxOutputBytes?: number | undefined
+  /** The workdir's size budget (./WorkdirQuota.ts): past it no command starts; absent: none. */
+  readonly quota?: WorkdirQuota | undefined
 }
 
 export interface DetachedInfo {
@@ -320,6 +324,8 @@ const makeShell = (config: ShellConfig) =>
           message: `binary '${request.binary}' is not in capabilities.shell.allow`
         })
       }
+      const breach = request.quota === undefined ? undefined : yield* request.quota.check
+      if (breach !== undefined) return yield* new ShellError({ reason: "Setup", binary: request.binary, message: breach.message })
       const home = syntheticHome(request.workdir)
       yield* Effect.try({
         // Made beneath the workdir without following a link a command may have planted there.

@@ -117,4 +117,12 @@ describe("every manifest key is enforced, refused or warned", () => {
     const parsed = Either.getOrThrow(parseManifest(agent("capabilities: { network: { allow: [localhost:1] }, filesystem: { read_only: [docs] }, containment: advisory, resources: { cpu_seconds: 5, max_open_files: 64 }, spawn: { allow: [helper] } }\nlifecycle: { task_acceptance: queue, shell_grace_secs: 2, delegation_deadline_secs: 60 }\ntrace: { capture: meta }")))
     expect(parsed.warnings).toEqual([])
   })
+
+  it("resources.workdir_max_bytes is watched for an agent capsule and warned for a script capsule", () => {
+    const budget = "capabilities: { resources: { workdir_max_bytes: 1000000 } }\n"
+    expect(Either.getOrThrow(parseManifest(agent(budget))).warnings).toEqual([])
+    const script = Either.getOrThrow(parseManifest(`name: s\nversion: 0.1.0\n${budget}`))
+    expect(script.warnings.map((warning) => [warning.code, warning.path])).toEqual([["W-RUN-001", "capabilities.resources.workdir_max_bytes"]])
+    expect(script.warnings[0]!.message).toContain("a script capsule's workdir is not watched")
+  })
 })

@@ -19,7 +19,7 @@ const RESOURCE_HELP: Readonly<Record<(typeof RESOURCE_FIELDS)[number], string>> 
   cgroup_pids_max: "cgroup process ceiling; not applied by this runtime (W-RUN-001).",
   cgroup_cpu_percent: "cgroup CPU share in percent; not applied by this runtime (W-RUN-001).",
   cgroup_io_bytes_per_sec: "cgroup I/O ceiling; not applied by this runtime (W-RUN-001).",
-  workdir_max_bytes: "Workdir size ceiling; not watched by this runtime (W-RUN-001)."
+  workdir_max_bytes: "Workdir size ceiling (default 10 GiB): an agent capsule's workdir is walked every 10 s and before each command; past it the session ends (E-RUN-013). Not watched for a script capsule (W-RUN-001)."
 }
 
 const resourceFields = Object.fromEntries(

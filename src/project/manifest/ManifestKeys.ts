@@ -88,7 +88,7 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "resources.cgroup_pids_max": warned("cgroup limits are not applied by this runtime"),
   "resources.cgroup_cpu_percent": warned("cgroup limits are not applied by this runtime"),
   "resources.cgroup_io_bytes_per_sec": warned("cgroup limits are not applied by this runtime"),
-  "resources.workdir_max_bytes": warned("the workdir size is not watched by this runtime"),
+  "resources.workdir_max_bytes": enforced("src/shell/WorkdirQuota.ts (agent capsules: walked every 10 s and before each command; past it the session ends, E-RUN-013; a script capsule warns)"),
   "state": warned("capsule-wide it is inert (the reference's W-SEC-014): a state store is granted on an artifact entry"),
   "state.store": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
   "task_io": refused("src/project/Manifest.ts (per-hook only)"),

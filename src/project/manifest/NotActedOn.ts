@@ -35,6 +35,14 @@ export const notActedOnWarnings = (blocks: Blocks, transport: "http" | "process"
       "this runtime drives a model only through a 'transport: http' driver artifact, so the capsule cannot run here"
     ))
   }
+  // The workdir budget is watched by the agent loop; a script capsule (no inference block) runs without it.
+  if (blocks["inference"] === undefined && valueAt(blocks, ["capabilities", "resources", "workdir_max_bytes"]) !== undefined) {
+    warnings.push(warning(
+      "capabilities.resources.workdir_max_bytes",
+      "capabilities.resources.workdir_max_bytes",
+      "a script capsule's workdir is not watched (an agent capsule's is)"
+    ))
+  }
   const artifactList = Array.isArray(blocks["artifacts"]) ? blocks["artifacts"] as ReadonlyArray<Readonly<Record<string, unknown>> | null> : []
   for (const [path, consequence] of warnedRoots()) {
     const entryKey = path.startsWith(ENTRY_PREFIX) ? path.slice(ENTRY_PREFIX.length) : undefined
