@@ -427,29 +427,26 @@ const runTurn = Effect.fn("AgentLoop.turn")(function*(task: TaskRun, dialogue: D
   return undefined
 })
 
-/** A ceiling reached before the turn's provider call: traced under the task, and the task ends there. */
+/** A limit reached before the turn's provider call: its line under the task, and the task ends there. */
+const limitStop = (task: TaskRun, eventType: string, turn: number, fields: object, outcome: AgentOutcome) =>
+  Effect.as(
+    task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record(eventType, parent, { task_id: task.input.taskId, turn, ...fields })))),
+    outcome
+  )
+
 const ceilingStop = (task: TaskRun, reached: CeilingReached, turn: number) =>
-  Effect.gen(function*() {
-    yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("spend_ceiling_reached", parent, {
-      task_id: task.input.taskId,
-      turn,
-      key: reached.key,
-      spent_tokens: reached.spent,
-      limit_tokens: reached.limit
-    }))))
-    return { exit: "spend_ceiling_reached", text: ceilingText(reached), turns: turn } satisfies AgentOutcome
+  limitStop(task, "spend_ceiling_reached", turn, { key: reached.key, spent_tokens: reached.spent, limit_tokens: reached.limit }, {
+    exit: "spend_ceiling_reached",
+    text: ceilingText(reached),
+    turns: turn
   })
 
-/** The workdir passed its budget: traced under the task, which ends failed with E-RUN-013. */
+/** The workdir passed its budget: the task ends failed with E-RUN-013. */
 const quotaStop = (task: TaskRun, breach: WorkdirBreach, turn: number) =>
-  Effect.gen(function*() {
-    yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("workdir_limit_exceeded", parent, {
-      task_id: task.input.taskId,
-      turn,
-      bytes: breach.bytes,
-      limit_bytes: breach.limit
-    }))))
-    return { exit: "failed", text: `error: ${breach.message}`, turns: turn } satisfies AgentOutcome
+  limitStop(task, "workdir_limit_exceeded", turn, { bytes: breach.bytes, limit_bytes: breach.limit }, {
+    exit: "failed",
+    text: `error: ${breach.message}`,
+    turns: turn
   })
 
 /** Turns until one ends the task, `max_turns` does, a spend ceiling, or the workdir's budget. */
