@@ -16,6 +16,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { TelemetryLive, tracesUrl } from "../../src/layers/Telemetry.js"
 import { TracingEnabled } from "../../src/services/Tracing.js"
+import { until } from "../lib/CapsuleDirs.js"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 
@@ -99,6 +100,9 @@ describe("TelemetryLive", () => {
       const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
       child.kill("SIGTERM")
       assert.strictEqual(await exited, 0)
+      // The last batch is posted before the process exits, but this receiver may still be reading
+      // it when the exit is seen (a loaded machine): wait for it, a few seconds at most.
+      await until(() => otlp.spans.some((span) => span.name === "Door.request"), "the exporter's last batch", 5_000).catch(() => undefined)
 
       const inTrace = otlp.spans.filter((span) => span.traceId === traceId)
       const byId = new Map(inTrace.map((span) => [span.spanId, span]))
