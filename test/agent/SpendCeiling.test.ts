@@ -80,6 +80,20 @@ describe("inference.max_session_tokens", () => {
   }, 60_000)
 })
 
+describe("examples/spend", () => {
+  it("completes its first task (1,200 tokens); the second makes one call (1,800) and stops before the next", async () => {
+    const example = join(import.meta.dirname, "..", "..", "examples", "spend")
+    const served = await listeningCli(["serve", example, "--json", "--port", "0"], { MURMUR_HOME: home() }, cleanups)
+    expect((await send(served.listening.url, "one")).status.state).toBe("completed")
+    const second = await send(served.listening.url, "two")
+    expect(second.status.state).toBe("failed")
+    expect(JSON.stringify(second.status.message)).toContain("this session has used 1800 tokens of its 1500 (inference.max_session_tokens)")
+    served.child.kill("SIGTERM")
+    await served.exited
+    rmSync(served.listening.workdir, { recursive: true, force: true })
+  }, 60_000)
+})
+
 describe("spend.machine_tokens_per_day", () => {
   const today = () => new Date().toISOString().slice(0, 10)
 
