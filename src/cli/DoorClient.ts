@@ -63,6 +63,30 @@ const jsonRpcError = (body: string): { readonly code: number; readonly message: 
   }
 }
 
+const TOKEN_HINT = "give it with --auth-token-file PATH (mode 0600) or $CAPSULE_RUNTIME_AUTH_TOKEN"
+
+/**
+ * Why the door did not take `method`, in one line: its JSON-RPC error; a 401 or 403 named as
+ * such with what supplies the token (the door's own words after it); else "not a door".
+ */
+export const refusalOf = (url: string, method: string, status: number, body: string, notA = "a door"): string => {
+  const rpcError = jsonRpcError(body)
+  if (rpcError !== undefined) return `${url} refused ${method}: ${rpcError.code} ${rpcError.message}`
+  let said: { readonly message?: unknown; readonly scope?: unknown } = {}
+  try {
+    said = JSON.parse(body) ?? {}
+  } catch {
+    said = {}
+  }
+  const detail = typeof said.message === "string" ? ` (the door says: ${said.message})` : ""
+  if (status === 401) return `${url} refused ${method}: HTTP 401, the door wants a bearer token${detail}; ${TOKEN_HINT}`
+  if (status === 403) {
+    const scope = typeof said.scope === "string" ? ` the '${said.scope}' scope` : " the scope this call needs"
+    return `${url} refused ${method}: HTTP 403, the token given lacks${scope}${detail}; ask the door's operator for a token that has it`
+  }
+  return `${url} is not ${notA} (HTTP ${status}${body === "" ? "" : `: ${truncate(body, 120)}`})`
+}
+
 let nextRequestId = 1
 
 const rpcRequest = (url: string, method: string, params: unknown) =>
@@ -78,8 +102,9 @@ export const call = Effect.fn("DoorClient.call")(function*(url: string, method: 
     Effect.mapError((cause) => new WatchError({ reason: "Unreachable", message: `cannot reach ${url} (${reasonOf(cause)})` }))
   )
   const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
-  const rpcError = jsonRpcError(body)
-  if (rpcError !== undefined) return yield* new WatchError({ reason: "Refused", message: `${url} refused ${method}: ${rpcError.code} ${rpcError.message}` })
+  if (jsonRpcError(body) !== undefined || response.status === 401 || response.status === 403) {
+    return yield* new WatchError({ reason: "Refused", message: refusalOf(url, method, response.status, body) })
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(body)
@@ -151,10 +176,7 @@ export const follow = Effect.fn("DoorClient.follow")(function*(url: string, opti
     if (status >= 500) return dropped(false, `HTTP ${status}`)
     if (status !== 200 || !(headers["content-type"] ?? "").startsWith("text/event-stream")) {
       const body = yield* response.right.text.pipe(Effect.orElseSucceed(() => ""))
-      const rpcError = jsonRpcError(body)
-      return yield* rpcError !== undefined
-        ? refused(`${url} refused stream/watch: ${rpcError.code} ${rpcError.message}`)
-        : refused(`${url} is not a door's stream/watch (HTTP ${status}${body === "" ? "" : `: ${truncate(body, 120)}`})`)
+      return yield* refused(refusalOf(url, "stream/watch", status, body, "a door's stream/watch"))
     }
     yield* onConnected
     const decoder = makeSseDecoder()

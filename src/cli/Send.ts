@@ -14,10 +14,10 @@ import { Args, Command } from "@effect/cli"
 import { HttpClient, HttpClientRequest, Terminal } from "@effect/platform"
 import { Console, Effect, Stream } from "effect"
 import { authToken, doorClientFor } from "./AuthToken.js"
-import { frameStatus, frameTask, follow, requireDoorUrl, type RetryPolicy, WatchError } from "./DoorClient.js"
+import { frameStatus, frameTask, follow, refusalOf, requireDoorUrl, type RetryPolicy, WatchError } from "./DoorClient.js"
 import { exitWith } from "./Exit.js"
 import { makeSseDecoder } from "./SseDecoder.js"
-import { defaultRenderOptions, finish, initialState, render, type RenderOptions, shortId, truncate, type WatchFrame } from "./WatchRenderer.js"
+import { defaultRenderOptions, finish, initialState, render, type RenderOptions, shortId, type WatchFrame } from "./WatchRenderer.js"
 
 /** The client's own ids for what it sends (the runtime mints the task and context ids). */
 const clientId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
@@ -97,18 +97,7 @@ export const sendTurn = Effect.fn("Send.sendTurn")(function*(url: string, text: 
     )
     if (!(response.headers["content-type"] ?? "").startsWith("text/event-stream")) {
       const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
-      let error: { code?: unknown; message?: unknown } | undefined
-      try {
-        error = JSON.parse(body)?.error
-      } catch {
-        error = undefined
-      }
-      return yield* new WatchError({
-        reason: "Refused",
-        message: error !== undefined
-          ? `${url} refused message/stream: ${String(error.code)} ${String(error.message)}`
-          : `${url} is not a door (HTTP ${response.status}${body === "" ? "" : `: ${truncate(body, 120)}`})`
-      })
+      return yield* new WatchError({ reason: "Refused", message: refusalOf(url, "message/stream", response.status, body) })
     }
     const decoder = makeSseDecoder()
     const read = yield* response.stream.pipe(

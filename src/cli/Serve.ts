@@ -48,6 +48,8 @@ const announce = <E, R>(
       if (grpc !== undefined) yield* Console.log(`A2A 1.0 over gRPC at ${grpc} (lf.a2a.v1.A2AService)`)
       yield* Console.log(`session ${identity.sessionId}; agent card at ${identity.url}.well-known/agent-card.json`)
       yield* Console.log(`follow it with: node dist/main.js watch ${identity.url}`)
+      // `watch`, `send` and `chat` need the token too; say where they take it (never on argv).
+      if (!credentials.open) yield* Console.log("the door wants a bearer token: give the client commands --auth-token-file PATH or $CAPSULE_RUNTIME_AUTH_TOKEN")
     }
     yield* Effect.logInfo("door listening").pipe(Effect.annotateLogs({ url: identity.url, ...(grpc === undefined ? {} : { grpc }), session_id: identity.sessionId }))
     return yield* Effect.never
