@@ -6,6 +6,8 @@
  *   userinfo), never the gateway's `http://127.0.0.1:9` placeholder;
  * - a request the network grant denied names the grant and the key to change
  *   (`capabilities.network.allow does not cover api.example.com:443; add it to …`);
+ * - a provider that could not be reached at all (connection refused, no such host, timed out)
+ *   asks whether the model server is running at the configured endpoint;
  * - the API key, the gateway's rendered auth header value and any auth header the text quotes
  *   are replaced with `[redacted]`.
  */
@@ -49,6 +51,18 @@ const originOf = (endpoint: string): string | undefined => {
   }
 }
 
+/** The transport errors of a request that reached no server (wasi:http's, and Node's). */
+const UNREACHABLE = /failed: (connection-refused|connection-timeout|destination-not-found|destination-unavailable|DNS-error|dns-error|ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT)\b/
+const CHECK = "; is the model server running at "
+
+const pathOf = (endpoint: string): string => {
+  try {
+    return new URL(endpoint).pathname.replace(/\/$/, "")
+  } catch {
+    return ""
+  }
+}
+
 const GATEWAY = new RegExp(`https?://${GATEWAY_AUTHORITY.replace(/\./g, "\\.")}(?![0-9])`, "g")
 const AUTH_HEADER = /\b(authorization|proxy-authorization|x-api-key|api-key)(["']?\s*[:=]\s*["']?)(bearer\s+|basic\s+)?[^\s"',;]+/gi
 const DENIED = /request to (\S+) was denied by the network grant \(HTTP-request-denied\)(?:; allow its host in capabilities\.network\.allow)?/
@@ -77,6 +91,10 @@ export const explainFailure = (text: string, context: ReasonContext): string => 
       : "capabilities.network.allow"
     return `request to ${url} was denied: ${key} does not cover ${target.label}; add it to ${key}`
   })
+  // The provider could not be reached at all: say where it was looked for and what to check.
+  if (origin !== undefined && UNREACHABLE.test(out) && !out.includes(CHECK)) {
+    out = `${out}${CHECK}${origin}${pathOf(context.endpoint!)} (inference.endpoint)? a local server (Ollama, vLLM, llama.cpp) must be started first`
+  }
   for (const secret of context.secrets) out = out.split(secret).join("[redacted]")
   return out.replace(AUTH_HEADER, (_whole, name: string, sep: string) => `${name}${sep}[redacted]`)
 }

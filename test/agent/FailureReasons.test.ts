@@ -78,7 +78,10 @@ const context: ReasonContext = {
 describe("explainFailure", () => {
   it("names the endpoint's origin for the gateway, without userinfo; leaves other loopback ports alone", () => {
     expect(explainFailure("error: request to http://127.0.0.1:9/v1/chat/completions failed: connection-refused", context))
-      .toBe("error: request to https://api.example.com/v1/chat/completions failed: connection-refused")
+      .toBe(
+        "error: request to https://api.example.com/v1/chat/completions failed: connection-refused; is the model server running at https://api.example.com/v1 " +
+          "(inference.endpoint)? a local server (Ollama, vLLM, llama.cpp) must be started first"
+      )
     expect(explainFailure("request to http://127.0.0.1:9000/x failed", context)).toBe("request to http://127.0.0.1:9000/x failed")
   })
 
@@ -118,7 +121,8 @@ describe("a failed task says why", () => {
     )
     cleanups.push(() => Effect.runPromise(Fiber.interrupt(watcher)).then(() => undefined))
     const reply = await rpc(listening.url, "message/send", { message: a2aMessage("hello") })
-    const expected = `session ended: request to ${endpoint}/chat/completions failed: connection-refused`
+    const expected = `session ended: request to ${endpoint}/chat/completions failed: connection-refused; is the model server running at ${endpoint} ` +
+      "(inference.endpoint)? a local server (Ollama, vLLM, llama.cpp) must be started first"
     await waitForState(listening.url, reply.body.result.id, ["failed"], 20_000)
     const got = await rpc(listening.url, "tasks/get", { id: reply.body.result.id })
     expect(got.body.result.status).toMatchObject({ state: "failed", message: { parts: [{ text: expected }] } })
