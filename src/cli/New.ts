@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { exitWith } from "./Exit.js"
 import { choiceArg } from "./Flags.js"
+import { invocation } from "./Invocation.js"
 import { schemaModeline, templateFiles, type TemplateKind } from "./Templates.js"
 
 const kind = choiceArg<TemplateKind>("agent|tool|script", ["agent", "tool", "script"], "agent: a driver, a tool and a shell grant; tool: a TypeScript murmur:tool; script: a murmur:capsule run()")
@@ -28,12 +29,13 @@ export const newCommand = Command.make("new", { kind, dir }, ({ dir, kind }) =>
       mkdirSync(dirname(join(root, path)), { recursive: true })
       writeFileSync(join(root, path), text)
     }
-    const run = kind === "agent" ? `capsule-runtime run ${dir} --task Ada` : kind === "script" ? `capsule-runtime run ${dir}` : `capsule-runtime inspect ${join(dir, `${name}.wasm`)}`
+    const cli = invocation()
+    const run = kind === "agent" ? `${cli} run ${dir} --task Ada` : kind === "script" ? `${cli} run ${dir}` : `${cli} inspect ${join(dir, `${name}.wasm`)}`
     yield* Console.log([
       `created ${kind} ${name} in ${root}`,
       "next:",
-      `  capsule-runtime build ${dir}`,
-      `  capsule-runtime validate ${dir}`,
+      `  ${cli} build ${dir}`,
+      `  ${cli} validate ${dir}`,
       `  ${run}`
     ].join("\n"))
   })
