@@ -6,7 +6,6 @@
  * names of the tools the task called, in order, are `expected`). An `llm_judge` scorer is not run
  * by this runtime: the manifest warns of it (W-RUN-001) and its line says `skipped`.
  */
-import { closeSync, writeSync } from "node:fs"
 import { Effect } from "effect"
 import type { Scorer } from "../project/manifest/SessionBlocks.js"
 import type { TaskExitStatus } from "../records/TraceEvents.js"
@@ -66,11 +65,4 @@ export const evalLine = (scorers: ReadonlyArray<Scorer>, datasetId: string | und
 
 /** Appends one line to `<records>/eval.jsonl`, reached without following a link. */
 export const appendEval = (records: string, line: object) =>
-  WorkdirFs.attempt(() => {
-    const fd = WorkdirFs.openAppend(records, "eval.jsonl")
-    try {
-      writeSync(fd, `${JSON.stringify(line)}\n`)
-    } finally {
-      closeSync(fd)
-    }
-  }).pipe(Effect.catchAll((error) => Effect.logWarning(`eval.jsonl not written: ${error.message}`)))
+  WorkdirFs.attempt(() => WorkdirFs.append(records, "eval.jsonl", `${JSON.stringify(line)}\n`)).pipe(Effect.catchAll((error) => Effect.logWarning(`eval.jsonl not written: ${error.message}`)))

@@ -76,7 +76,7 @@ export const pruneSessions = (
   })
 
 /** The session directories under `parent` of the capsule directory (reached without following a link). */
-const sessionsIn = (capsuleDir: string, parent: string): Array<string> =>
+export const sessionsIn = (capsuleDir: string, parent: string): Array<string> =>
   existsSync(join(capsuleDir, parent))
     ? WorkdirFs.inDirectory(capsuleDir, parent, (entry) =>
       readdirSync(entry(".")).filter((name) => SESSION.test(name) && lstatSync(entry(name)).isDirectory()))

@@ -7,13 +7,13 @@
  * reached without following a link (./WorkdirFs.ts); days older than `keepDays` are deleted
  * when a session opens it, so it holds at most a week of files of a few bytes per call.
  */
-import { closeSync, fstatSync, mkdirSync, readdirSync, readSync, writeSync } from "node:fs"
+import { closeSync, fstatSync, mkdirSync, readdirSync, readSync } from "node:fs"
 import { O_RDONLY } from "node:constants"
 import { Context, Effect, Layer } from "effect"
 import * as WorkdirFs from "./WorkdirFs.js"
 
 export interface SpendLedgerShape {
-  /** Tokens a UTC day on this machine; absent: no daily budget (the ledger is still kept). */
+  /** Tokens a UTC day on this machine; absent: no daily budget, and no ledger (`none`). */
   readonly perDay: number | undefined
   /** What the sessions of this machine spent today, this one included. */
   readonly spentToday: Effect.Effect<number, WorkdirFs.WorkdirPathRefused>
@@ -45,7 +45,7 @@ const prune = (root: string, today: string) => {
   }
 }
 
-export const makeSpendLedger = (directory: string, perDay: number | undefined, now: () => Date = () => new Date()): SpendLedgerShape => {
+export const makeSpendLedger = (directory: string, perDay: number, now: () => Date = () => new Date()): SpendLedgerShape => {
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   prune(directory, dayOf(now()))
   let seen = { day: "", offset: 0, sum: 0 }
@@ -76,14 +76,7 @@ export const makeSpendLedger = (directory: string, perDay: number | undefined, n
     perDay,
     spentToday: WorkdirFs.attempt(readNew),
     add: (tokens) =>
-      tokens <= 0 ? Effect.void : WorkdirFs.attempt(() => {
-        const fd = WorkdirFs.openAppend(directory, fileOf(dayOf(now())))
-        try {
-          writeSync(fd, `${Math.round(tokens)}\n`)
-        } finally {
-          closeSync(fd)
-        }
-      })
+      tokens <= 0 ? Effect.void : WorkdirFs.attempt(() => WorkdirFs.append(directory, fileOf(dayOf(now())), `${Math.round(tokens)}\n`))
   }
 }
 
@@ -95,7 +88,7 @@ export class SpendLedger extends Context.Tag("capsule-runtime/SpendLedger")<Spen
     add: () => Effect.void
   })
 
-  /** The ledger under `directory` (`$MURMUR_HOME/spend`), with the machine's budget if it has one. */
-  static readonly layer = (directory: string, perDay: number | undefined): Layer.Layer<SpendLedger> =>
+  /** The ledger under `directory` (`$MURMUR_HOME/spend`) for the machine's daily budget. */
+  static readonly layer = (directory: string, perDay: number): Layer.Layer<SpendLedger> =>
     Layer.sync(SpendLedger, () => makeSpendLedger(directory, perDay))
 }

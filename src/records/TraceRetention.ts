@@ -6,10 +6,9 @@
  * business (./SessionRetention.ts), not this. A session that is still running is never touched,
  * and nothing is deleted through a link: the same discipline as ./SessionRetention.ts.
  */
-import { existsSync, lstatSync, readdirSync, rmSync } from "node:fs"
-import { join } from "node:path"
+import { lstatSync, rmSync } from "node:fs"
 import { Effect } from "effect"
-import { markRunning, running, SESSION } from "./SessionRetention.js"
+import { markRunning, running, sessionsIn } from "./SessionRetention.js"
 import { RECORDS_UNDER } from "./SessionWorkdirs.js"
 import * as WorkdirFs from "./WorkdirFs.js"
 
@@ -37,12 +36,10 @@ export const pruneTraces = (
 ): Effect.Effect<ReadonlyArray<string>, WorkdirFs.WorkdirPathRefused> =>
   WorkdirFs.attempt(() => {
     markRunning(capsuleDir, current)
-    if (!existsSync(join(capsuleDir, RECORDS_UNDER))) return []
+    // Session ids are time-ordered (UUIDv7), so their names sort by age.
+    const older = sessionsIn(capsuleDir, RECORDS_UNDER).filter((name) => name !== current.sessionId).sort()
+    if (older.length === 0) return []
     return WorkdirFs.inDirectory(capsuleDir, RECORDS_UNDER, (entry) => {
-      // Session ids are time-ordered (UUIDv7), so their names sort by age.
-      const older = readdirSync(entry("."))
-        .filter((name) => SESSION.test(name) && name !== current.sessionId && lstatSync(entry(name)).isDirectory())
-        .sort()
       const keepOlder = retain.maxSessions === undefined ? older.length : Math.max(0, retain.maxSessions - 1)
       const tooMany = new Set(older.slice(0, Math.max(0, older.length - keepOlder)))
       const cutoff = retain.maxAgeSecs === undefined ? undefined : now - retain.maxAgeSecs * 1000

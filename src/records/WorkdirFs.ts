@@ -243,6 +243,9 @@ export const replace = (workdir: string, path: string, content: string | Uint8Ar
 /** An append-only descriptor for `path` (created, with its directories, if missing). */
 export const openAppend = (workdir: string, path: string): number => open(workdir, path, O_WRONLY | O_CREAT | O_APPEND)
 
+/** Appends `text` to `path` (created, with its directories, if missing) in one O_APPEND write. */
+export const append = (workdir: string, path: string, text: string): void => withFd(openAppend(workdir, path), (fd) => writeFileSync(fd, text))
+
 /** Removes the file (or link) `path` if it is there: the link itself, never what it points to. */
 export const remove = (workdir: string, path: string): void => {
   try {

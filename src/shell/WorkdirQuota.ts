@@ -25,7 +25,6 @@ export interface WorkdirBreach {
 }
 
 export interface WorkdirQuota {
-  readonly limit: number
   /** Walks the workdir now (unless it is over already); the breach, if it is over. */
   readonly check: Effect.Effect<WorkdirBreach | undefined>
   /** The breach found so far, without walking. */
@@ -82,5 +81,5 @@ export const makeWorkdirQuota = (workdir: string, limit: number): Effect.Effect<
       return found
     })
     yield* check.pipe(Effect.repeat(Schedule.spaced(EVERY)), Effect.forkScoped)
-    return { limit, check, found: () => found }
+    return { check, found: () => found }
   })
