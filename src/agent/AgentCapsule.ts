@@ -15,7 +15,7 @@
  */
 import { Effect, Either, Layer, Option } from "effect"
 import { parseAllowList } from "../project/NetworkPolicy.js"
-import { Sandbox } from "../sandbox/Sandbox.js"
+import { Sandbox, silentHost } from "../sandbox/Sandbox.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
 import { DelegationTracker } from "../services/DelegationTracker.js"
 import { DoorAddress } from "../services/DoorAddress.js"
@@ -37,6 +37,10 @@ import { ShellCompletions } from "./ShellCompletions.js"
 import { makeSpendGuard } from "./SpendCeiling.js"
 import { DEFAULT_WORKDIR_MAX_BYTES, makeWorkdirQuota } from "../shell/WorkdirQuota.js"
 import { type AgentEnv, emptyTotals, guestTemplate, runAgentTask } from "./AgentLoop.js"
+import { makeHooks } from "../hooks/Hooks.js"
+import { hookServices, type HookServiceEnv } from "./HookServices.js"
+import { sessionHooks } from "./SessionHooks.js"
+import { tokenCounter } from "./Tokens.js"
 
 export const SESSION_ENDED = "session ended"
 
@@ -163,7 +167,25 @@ export const AgentCapsule = {
         for (const [name, spec] of Object.entries(prepared.tools)) yield* sandbox.warm(guestTemplate(prepared, name, spec), 1)
         const spend = makeSpendGuard(manifest.inference?.maxSessionTokens, ledger)
         const quota = yield* makeWorkdirQuota(prepared.workdir, manifest.capabilities.resources?.workdir_max_bytes ?? DEFAULT_WORKDIR_MAX_BYTES)
-        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations, spend, quota, doorUrl }
+        const hooks = yield* makeHooks({
+          hooks: prepared.hooks,
+          sandbox,
+          sessionId: prepared.sessionId,
+          workdir: prepared.workdir,
+          record: (eventType, parent, fields) => trace.record(eventType, parent, fields)
+        })
+        const { driver } = prepared
+        const hookEnv: HookServiceEnv = {
+          prepared,
+          trace,
+          spend,
+          conversations,
+          countTokens: prepared.hooks.length === 0 ? () => 0 : yield* tokenCounter,
+          runDriver: (body) => sandbox.run({ ...guestTemplate(prepared, driver.name, driver.spec), deadlineSeconds: driver.spec.deadlineSeconds, input: { data: body }, host: silentHost })
+        }
+        // Registered after session_end's finalizer, so it runs first: on-session-end, then the drain.
+        yield* sessionHooks(hooks, prepared, hookServices(hookEnv, undefined), { started, totals })
+        const env: AgentEnv = { prepared, sandbox, shell, trace, totals, completions, launcher, detachedWork: detached, delegations, peerFiles, conversations, spend, quota, doorUrl, hooks, hookEnv }
         return Capsule.of({
           info: agentInfo(prepared),
           run: (input, io) =>

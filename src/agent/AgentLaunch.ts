@@ -28,6 +28,8 @@ import { fetchPeerFileDefinition, shareFileDefinition } from "../planes/PeerTool
 import { systemPrompt } from "./DriverProtocol.js"
 import type { ToolDefinition } from "../project/ToolDefinition.js"
 import { stageAgentWorkdir } from "./Staging.js"
+import { type HookEntry, loadHooks } from "../hooks/HookEntry.js"
+import type { CompactionSettings } from "./Compaction.js"
 
 export interface AgentLaunchOptions {
   readonly sessionId: string
@@ -53,6 +55,10 @@ export interface PreparedAgent {
   readonly driver: { readonly name: string; readonly spec: ToolSpec }
   /** WASM tools by name. */
   readonly tools: Readonly<Record<string, ToolSpec>>
+  /** The `runtime: hook` artifacts, in declaration order (dispatch order). */
+  readonly hooks: ReadonlyArray<HookEntry>
+  /** Under `context.max_tokens`: when and how the history is compacted (./Compaction.ts). */
+  readonly compaction: CompactionSettings | undefined
   /** Every `runtime: tool` entry (the dispatch and `invoke` allowlist). */
   readonly allowlist: ReadonlyArray<string>
   readonly artifacts: ReadonlyArray<ArtifactData>
@@ -133,6 +139,20 @@ const loadTools = (project: CapsuleProject, context: GrantContext, deadlineSecon
     return tools
   })
 
+/** `context.max_tokens` with `inference.compaction`, its prompt file read now. */
+const compactionOf = (project: CapsuleProject, inference: Inference) =>
+  Effect.gen(function*() {
+    const window = project.manifest.context?.maxTokens
+    if (window === undefined) return undefined
+    const config = inference.compaction
+    let systemPrompt = config?.systemPrompt
+    if (config?.systemPromptFile !== undefined) {
+      const path = resolve(project.directory, config.systemPromptFile)
+      systemPrompt = readText(path) ?? (yield* new ProjectError({ code: "E-RUN-009", message: `cannot read inference.compaction.system_prompt_file ${path}` }))
+    }
+    return { window, config, systemPrompt } satisfies CompactionSettings
+  })
+
 /** The manifest's system prompt: inline, from `system_prompt_file`, or a skill's `skill.md`. */
 const resolvePrompt = (project: CapsuleProject, inference: Inference, skills: Readonly<Record<string, string>>) =>
   Effect.gen(function*() {
@@ -190,6 +210,8 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     warnings.push(...staged.warnings)
     const { skills } = staged
     const tools = yield* loadTools(project, context, deadlineSeconds, warnings)
+    const hooks = yield* loadHooks(project, context, warnings)
+    const compaction = yield* compactionOf(project, inference)
     const prompt = yield* resolvePrompt(project, inference, skills)
     const shellCaps = manifest.capabilities.shell
     const shell = {
@@ -217,6 +239,8 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
       maxTokens: inference.maxTokens ?? 8192,
       driver,
       tools,
+      hooks,
+      compaction,
       allowlist: manifest.artifacts.filter((entry) => entry.runtime === "tool").map((entry) => entry.name),
       artifacts: project.artifacts.filter((artifact) => artifact.entry.runtime === "tool").map(artifactData),
       skills,

@@ -33,7 +33,8 @@ import { PeerFiles } from "../planes/PeerTools.js"
 import { ShellCompletions } from "./ShellCompletions.js"
 import { explainFailure, reasonContext } from "./FailureReason.js"
 import { type TokenCounter, tokenCounter } from "./Tokens.js"
-import { dispatchTool, type TaskCounts } from "./ToolDispatch.js"
+import { type Dispatched, dispatchTool, type ShellSeen, type TaskCounts } from "./ToolDispatch.js"
+import { errorResult } from "../shell/ShellGrant.js"
 import {
   assistantMessage,
   buildRequest,
@@ -55,11 +56,24 @@ import { append, newTranscript, type Transcript, wireTracer } from "../records/W
 import { appendEval, evalLine } from "./EvalScores.js"
 import { type CeilingReached, ceilingText, type SpendGuard } from "./SpendCeiling.js"
 import type { WorkdirBreach, WorkdirQuota } from "../shell/WorkdirQuota.js"
+import type { HookCallContext, Hooks } from "../hooks/Hooks.js"
+import { compactIfNeeded, type CompactionSettings } from "./Compaction.js"
+import { complete, hookServices, type HookServiceEnv, type HookTaskView } from "./HookServices.js"
+import {
+  inferenceArtifacts,
+  observeShell,
+  observeToolCall,
+  policyDecision,
+  reopenedText,
+  reopenWanted,
+  taskStartSeeds,
+  type TaskHookEnv
+} from "./TaskHooks.js"
 
 
 export interface AgentOutcome {
   /** What `task_end` records. */
-  readonly exit: Extract<TaskExitStatus, "ok" | "failed" | "max_turns_reached" | "spend_ceiling_reached">
+  readonly exit: Extract<TaskExitStatus, "ok" | "failed" | "max_turns_reached" | "spend_ceiling_reached" | "reopen_budget_exhausted">
   /** The final answer, or "error: …" (what `out/result.txt` holds). */
   readonly text: string
   readonly turns: number
@@ -125,6 +139,10 @@ export interface AgentEnv {
   readonly quota: WorkdirQuota
   /** The door's URL, when the session has one: large output files are linked on its resource plane. */
   readonly doorUrl?: string | undefined
+  /** The capsule's hooks (none declared: every call is a no-op). */
+  readonly hooks: Hooks
+  /** What hook imports reach (../hooks/Hooks.ts `HookServices`). */
+  readonly hookEnv: HookServiceEnv
 }
 
 /** One task in progress: what it was handed, and what it has done so far. */
@@ -136,8 +154,10 @@ interface TaskRun {
   readonly counts: TaskCounts
   /** The tools the task called, in order (`tool_sequence`). */
   readonly tools: Array<string>
-  /** Where the task is, for `task_canceled`, and whether a request-input of it timed out. */
-  readonly state: { phase: "turn" | "inference" | "input"; turn: number; timedOut: boolean }
+  /** Where the task is, for `task_canceled`, whether a request-input of it timed out, and how often it was reopened. */
+  readonly state: { phase: "turn" | "inference" | "input"; turn: number; timedOut: boolean; reopens: number }
+  /** The task as its hooks' task-io and conversation/read see it. */
+  readonly view: HookTaskView
   readonly countTokens: TokenCounter
   readonly log: ReturnType<typeof guestLog>
   /** A failure's text names the configured endpoint and the grant to change, never a secret. */
@@ -194,7 +214,8 @@ const beginTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
       started,
       counts: { turns: 0, inputTokens: 0, outputTokens: 0, toolCalls: 0, shellCalls: 0 },
       tools: [],
-      state: { phase: "turn", turn: 0, timedOut: false },
+      state: { phase: "turn", turn: 0, timedOut: false, reopens: 0 },
+      view: { taskId: input.taskId, contextId: input.contextId, original: input.text, asGiven: input.text, output: undefined, turn: 0 },
       countTokens,
       log,
       explain: (text) => explainFailure(text, reasons),
@@ -205,7 +226,7 @@ const beginTask = (env: AgentEnv, input: TaskInput, io: TaskIO) =>
   })
 
 /** Adds the task to the session's sums and writes its `task_end`, after every line before it. */
-const endTask = (task: TaskRun, exit: Exclude<TaskExitStatus, "reopen_budget_exhausted">) =>
+const endTask = (task: TaskRun, exit: TaskExitStatus) =>
   task.lines.settled.pipe(Effect.zipRight(Effect.sync(() => {
     const { counts, env: { totals } } = task
     totals.turns += counts.turns
@@ -213,7 +234,8 @@ const endTask = (task: TaskRun, exit: Exclude<TaskExitStatus, "reopen_budget_exh
     totals.outputTokens += counts.outputTokens
     totals.toolCalls += counts.toolCalls
     totals.shellCalls += counts.shellCalls
-    totals.lastExit = exit
+    // session_end's status has no reopen arm: a task its verifier kept rejecting failed.
+    totals.lastExit = exit === "reopen_budget_exhausted" ? "failed" : exit
   })), Effect.zipRight(traced(task.env.trace.taskEnd({
     task_id: task.input.taskId,
     exit_status: exit,
@@ -223,7 +245,7 @@ const endTask = (task: TaskRun, exit: Exclude<TaskExitStatus, "reopen_budget_exh
     output_tokens: task.counts.outputTokens,
     tool_calls: task.counts.toolCalls,
     shell_calls: task.counts.shellCalls,
-    reopen_count: 0
+    reopen_count: task.state.reopens
   }))), Effect.zipRight(scoreTask(task, exit)))
 
 /** `observability.eval`: the task's scores, a line of `eval.jsonl` (./EvalScores.ts). */
@@ -262,8 +284,38 @@ const toolHost = (task: TaskRun): GuestHost => ({
 const runGuest = (task: TaskRun, name: string, spec: ToolSpec, data: string, host: GuestHost, traceparent?: string) =>
   task.env.sandbox.run({ ...guestTemplate(task.env.prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host, traceparent })
 
+/** The task's side of its hooks: their faults and lines hang under the task's line. */
+const taskHooks = (task: TaskRun): TaskHookEnv => ({
+  hooks: task.env.hooks,
+  taskId: task.input.taskId,
+  context: Effect.map(task.taskNode, (parent): HookCallContext => ({ parent, services: hookServices(task.env.hookEnv, task.view) })),
+  record: (eventType, fields) => Effect.asVoid(task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record(eventType, parent, fields)))))
+})
+
+/**
+ * One tool call, between its policy decision (a `deny` hook may refuse it: the model reads why)
+ * and its observation (`on-tool-call`, then `on-shell` for a shell command that finished).
+ */
+const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) =>
+  Effect.gen(function*() {
+    const hooks = taskHooks(task)
+    const shellBinary = task.env.prepared.shell.allow.includes(call.name) ? call.name : undefined
+    const denial = yield* policyDecision(hooks, call, turn, shellBinary)
+    if (denial !== undefined) {
+      const result = errorResult(`call denied by hook '${denial.hook}': ${denial.reason}`)
+      return { result, text: resultText(result) } satisfies Dispatched
+    }
+    const began = Date.now()
+    let shellSeen: ShellSeen | undefined
+    const dispatched = yield* dispatchCall(task, call, turn, parent, (seen) => Effect.sync(() => void (shellSeen = seen)))
+    const status = dispatched.result.status === "passed" ? "ok" : "error"
+    yield* observeToolCall(hooks, call, turn, { outputBytes: Buffer.byteLength(dispatched.text), durationMs: Date.now() - began, status })
+    if (shellSeen !== undefined) yield* observeShell(hooks, call, turn, shellSeen)
+    return dispatched
+  })
+
 /** One tool call. A refused task.md fails the task at its end; tools meanwhile run without it. */
-const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) => {
+const dispatchCall = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>, shellFinished: (seen: ShellSeen) => Effect.Effect<void>) => {
   const { env, input } = task
   const { launcher } = env
   return Effect.zipRight(Effect.ignore(Fiber.join(task.taskFile)), dispatchTool({
@@ -279,7 +331,8 @@ const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Ef
     delegate: launcher.allowed.length === 0 ? undefined : (callInput) =>
       delegateTask(launcher, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
     peer: Option.getOrUndefined(env.peerFiles),
-    follow: (detached, completion) => env.completions.follow(detached, completion, input.provenance.trust)
+    follow: (detached, completion) => env.completions.follow(detached, completion, input.provenance.trust),
+    shellFinished
   }, call, turn, parent))
 }
 
@@ -303,12 +356,28 @@ interface Dialogue {
   readonly driverHost: GuestHost
 }
 
-/** Threaded: the context's earlier turns come first, reloaded before the first driver call. */
+/**
+ * Threaded: the context's earlier turns come first, reloaded before the first driver call; then
+ * what `on-task-start` hooks seed (within `context.seed_budget`; not kept in the thread, a memory
+ * hook seeds afresh each task), then the task.
+ */
 const openDialogue = (task: TaskRun) =>
   Effect.gen(function*() {
     const { conversations, prepared, trace } = task.env
     const transcript = newTranscript<Message>()
-    for (const message of yield* conversations.history(task.input.contextId)) append(transcript, message)
+    const history = yield* conversations.history(task.input.contextId)
+    const context = prepared.project.manifest.context
+    const window = context?.maxTokens ?? 0
+    const seeds = yield* taskStartSeeds(taskHooks(task), {
+      taskId: task.input.taskId,
+      contextId: task.input.contextId,
+      source: task.input.provenance.hostSource ?? "a2a",
+      inputBytes: Buffer.byteLength(task.input.text),
+      budgetTokens: Math.floor(window * (context?.seedBudget ?? 0)),
+      contextWindow: window,
+      priorTokens: history.length === 0 ? 0 : task.countTokens(JSON.stringify(history))
+    }, { tokens: Math.floor(window * (context?.seedBudget ?? 0)), margin: context?.seedOverflowMargin ?? 0 }, (message) => task.countTokens(JSON.stringify(message)))
+    for (const message of [...history, ...seeds]) append(transcript, message)
     const opening = userMessage(taskText(task.input.provenance, task.input.text))
     append(transcript, opening)
     yield* remember(task, [opening])
@@ -321,10 +390,51 @@ const openDialogue = (task: TaskRun) =>
     } satisfies Dialogue
   })
 
+/**
+ * Under `context.max_tokens`: a request that would reach the compaction threshold first has its
+ * history compacted (./Compaction.ts); a threaded context's record becomes the compacted history.
+ */
+const compactFirst = (task: TaskRun, dialogue: Dialogue, turn: number, settings: CompactionSettings) =>
+  Effect.gen(function*() {
+    const { prepared } = task.env
+    const hooks = taskHooks(task)
+    const count = (messages: ReadonlyArray<Message>) =>
+      task.countTokens(JSON.stringify(buildRequest({
+        model: prepared.model,
+        maxTokens: prepared.maxTokens,
+        messages,
+        tools: prepared.toolList,
+        system: prepared.system,
+        promptCacheKey: dialogue.cacheKey
+      })))
+    const { transcript } = dialogue
+    const replaced = yield* compactIfNeeded({
+      hooks: task.env.hooks,
+      context: yield* hooks.context,
+      taskId: task.input.taskId,
+      turn,
+      count,
+      summarise: (messages, system, model) => Effect.map(complete(task.env.hookEnv, { messages, system, model, origin: "compaction" }, task.view), (done) => done.text),
+      record: hooks.record,
+      dump: (line) => Effect.ignore(WorkdirFs.attempt(() => WorkdirFs.append(prepared.workdir, "out/compaction-summaries.jsonl", `${JSON.stringify(line)}\n`)))
+    }, settings, transcript.messages, count(transcript.messages)).pipe(
+      Effect.catchTag("CompactionFailed", (error) => new AgentHostError({ message: error.message }))
+    )
+    if (replaced === undefined) return
+    transcript.messages.length = 0
+    transcript.ids.length = 0
+    transcript.shas.length = 0
+    for (const message of replaced) append(transcript, message)
+    // The driver's continuation held the old history.
+    dialogue.continuation = undefined
+    yield* task.env.conversations.replace(task.input.contextId, task.input.taskId, replaced)
+  })
+
 /** The driver's answer to this turn's request, and the request's token count. */
 const drive = (task: TaskRun, dialogue: Dialogue, turn: number) =>
   Effect.gen(function*() {
     const { prepared } = task.env
+    if (prepared.compaction !== undefined) yield* compactFirst(task, dialogue, turn, prepared.compaction)
     const { messages } = dialogue.transcript
     const send = outgoing(messages, dialogue.continuation, task.input.contextId)
     const request = buildRequest({
@@ -394,12 +504,13 @@ const runTurn = Effect.fn("AgentLoop.turn")(function*(task: TaskRun, dialogue: D
     Effect.mapError((error) => new AgentHostError({ message: `the spend ledger could not be written: ${error.message}` }))
   )
   const hashes = yield* traced(dialogue.wire(dialogue.transcript, sent, raw))
+  const decision = response.stop_reason === "tool_call" ? "tool_call" : response.stop_reason === "end_turn" ? "end_turn" : "text"
   const inferenceNode = yield* task.lines.ahead(Effect.flatMap(task.taskNode, (parent) => traced(task.env.trace.record("inference", parent, {
     turn,
     task_id: input.taskId,
     input_tokens: inputTokens,
     output_tokens: outputTokens,
-    decision: response.stop_reason === "tool_call" ? "tool_call" : response.stop_reason === "end_turn" ? "end_turn" : "text",
+    decision,
     stop_reason: response.stop_reason,
     tool_name: calls.right[0]?.name ?? null,
     ...(usage?.input_tokens === undefined ? {} : { input_tokens_actual: usage.input_tokens }),
@@ -408,11 +519,26 @@ const runTurn = Effect.fn("AgentLoop.turn")(function*(task: TaskRun, dialogue: D
     ...(usage?.cache_write_tokens === undefined ? {} : { cache_write_tokens: usage.cache_write_tokens }),
     ...hashes
   }))))
+  const artifacts = yield* inferenceArtifacts(taskHooks(task), {
+    turn,
+    inputTokens,
+    outputTokens,
+    decision,
+    toolName: calls.right[0]?.name,
+    prompt: undefined,
+    output: finalText(response),
+    tools: undefined
+  })
+  for (const { hook, text } of artifacts) yield* task.io.artifact(hook, text)
   switch (response.stop_reason) {
     case "end_turn":
-    case "max_tokens":
-      yield* remember(task, [assistantMessage(response.content)])
+    case "max_tokens": {
+      // Kept in the transcript too: a reopened task goes on from its answer.
+      const answer = assistantMessage(response.content)
+      append(dialogue.transcript, answer)
+      yield* remember(task, [answer])
       return { exit: "ok", text: finalText(response), turns: turn + 1 } satisfies AgentOutcome
+    }
     case "error":
       return { exit: "failed", text: task.explain(`error: ${response.error ?? ""}`), turns: turn + 1 } satisfies AgentOutcome
     case "tool_call":
@@ -449,12 +575,59 @@ const quotaStop = (task: TaskRun, breach: WorkdirBreach, turn: number) =>
     turns: turn
   })
 
-/** Turns until one ends the task, `max_turns` does, a spend ceiling, or the workdir's budget. */
+/**
+ * The task's attempts: turns until one ends it, then `on-task-end`. A hook's `reopen-task` sends
+ * it back through the loop with the reason as feedback while `lifecycle.max_task_reopens` and
+ * `max_turns` (counted across attempts) allow; past them the task ends `reopen_budget_exhausted`.
+ */
 const turns = (task: TaskRun) =>
   Effect.gen(function*() {
     const dialogue = yield* openDialogue(task)
+    const { lifecycle, maxTurns, workdir } = task.env.prepared
+    const hooks = taskHooks(task)
+    const feedback: Array<{ readonly hook: string; readonly reason: string }> = []
+    let from = 0
+    while (true) {
+      const outcome = yield* attempt(task, dialogue, from)
+      task.view.output = outcome.text
+      const wanted = yield* reopenWanted(hooks, outcome.exit)
+      if (wanted === undefined) return outcome
+      if (task.state.reopens >= lifecycle.maxTaskReopens || outcome.turns >= maxTurns) {
+        yield* hooks.record("reopen_budget_exhausted", {
+          task_id: task.input.taskId,
+          hook_name: wanted.hook,
+          reason: wanted.reason,
+          reopen_count: task.state.reopens,
+          max_task_reopens: lifecycle.maxTaskReopens,
+          turns: outcome.turns,
+          max_turns: maxTurns
+        })
+        return {
+          exit: "reopen_budget_exhausted",
+          text: `error: reopen budget exhausted (lifecycle.max_task_reopens ${lifecycle.maxTaskReopens}, inference.max_turns ${maxTurns}): hook '${wanted.hook}' still wants the task reopened: ${wanted.reason}`,
+          turns: outcome.turns
+        } satisfies AgentOutcome
+      }
+      task.state.reopens++
+      feedback.push(wanted)
+      const text = reopenedText(task.input.text, feedback)
+      yield* WorkdirFs.attempt(() => WorkdirFs.write(workdir, "task.md", text)).pipe(Effect.mapError((error) => new AgentHostError({ message: error.message })))
+      task.view.asGiven = text
+      task.view.output = undefined
+      yield* hooks.record("task_reopened", { task_id: task.input.taskId, hook_name: wanted.hook, reason: wanted.reason, reopen_number: task.state.reopens })
+      yield* task.io.status(`task reopened (${task.state.reopens} of ${lifecycle.maxTaskReopens}) by ${wanted.hook}: ${wanted.reason}`)
+      const message = userMessage(`## Reopen feedback\n\n- ${wanted.hook}: ${wanted.reason}`)
+      append(dialogue.transcript, message)
+      yield* remember(task, [message])
+      from = outcome.turns
+    }
+  })
+
+/** Turns from `from` until one ends the task, `max_turns` does, a spend ceiling, or the workdir's budget. */
+const attempt = (task: TaskRun, dialogue: Dialogue, from: number) =>
+  Effect.gen(function*() {
     const { maxTurns } = task.env.prepared
-    for (let turn = 0; turn < maxTurns; turn++) {
+    for (let turn = from; turn < maxTurns; turn++) {
       const ceiling = yield* task.env.spend.reached.pipe(
         Effect.mapError((error) => new AgentHostError({ message: `the spend ledger could not be read: ${error.message}` }))
       )

@@ -69,13 +69,16 @@ export class Conversations extends Context.Tag("capsule-runtime/agent/Conversati
   readonly history: (contextId: string) => Effect.Effect<ReadonlyArray<Message>>
   /** Appends one record (a turn's messages) to `contextId`'s conversation; says what it dropped to fit. */
   readonly append: (contextId: string, taskId: string, messages: ReadonlyArray<Message>) => Effect.Effect<RecordTrim | undefined>
+  /** After a compaction: the context's record becomes these messages alone (one record, the file rewritten whole). */
+  readonly replace: (contextId: string, taskId: string, messages: ReadonlyArray<Message>) => Effect.Effect<void>
 }>() {
   static readonly layer = (options: ConversationsOptions) => Layer.sync(Conversations, () => makeConversations(options))
 
   /** `lifecycle.conversation: stateless`: no history before a task, nothing kept after it. */
   static readonly stateless: Layer.Layer<Conversations> = Layer.succeed(Conversations, {
     history: () => Effect.succeed([]),
-    append: () => Effect.succeed(undefined)
+    append: () => Effect.succeed(undefined),
+    replace: () => Effect.void
   })
 }
 
@@ -286,7 +289,21 @@ const makeConversations = (options: ConversationsOptions): Conversations["Type"]
     return trim
   }
 
+  const replace = (contextId: string, taskId: string, messages: ReadonlyArray<Message>) => {
+    const thread = threadOf(contextId)
+    const record: ConversationRecord = { v: 1, at: Date.now(), task_id: taskId, messages }
+    const line = `${JSON.stringify(record)}\n`
+    thread.held.splice(0, thread.held.length, { record, bytes: Buffer.byteLength(line) })
+    if (store !== undefined) rewrite(contextId, line)
+    thread.recordBytes = Buffer.byteLength(line)
+    thread.recordTurns = 1
+  }
+
   return Conversations.of({
+    replace: (contextId, taskId, messages) =>
+      Effect.sync(() => replace(contextId, taskId, messages)).pipe(
+        Effect.catchAllDefect((defect) => Effect.logWarning(`compacted conversation record not written for context ${contextId}: ${String(defect)}`))
+      ),
     history: (contextId) =>
       Effect.sync(() => retained(threadOf(contextId).held.map((entry) => entry.record), options.retain)).pipe(
         // An unreadable record (a planted link, say) starts the thread afresh; the operator hears of it.

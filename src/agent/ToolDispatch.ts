@@ -48,6 +48,19 @@ export interface DispatchEnv {
   readonly peer?: PeerFiles["Type"] | undefined
   /** Hands a detached command's completion on (./ShellCompletions.ts). */
   readonly follow: (detached: DetachedInfo, completion: Effect.Effect<DetachedCompletion>) => Effect.Effect<void>
+  /** Told of a shell command that finished (for its `on-shell` observation). */
+  readonly shellFinished?: ((seen: ShellSeen) => Effect.Effect<void>) | undefined
+}
+
+/** A finished shell command as its observers see it. */
+export interface ShellSeen {
+  readonly binary: string
+  readonly exitCode: number
+  /** What the model read of its output. */
+  readonly output: string
+  readonly stdoutBytes: number
+  readonly stderrBytes: number
+  readonly durationMs: number
 }
 
 /** A call's result and the text the model reads for it: fenced (spec §3.9), except a skill's guidance. */
@@ -125,6 +138,16 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
           ...(done.outputPath === undefined ? {} : { truncated: true, output_path: done.outputPath }),
           ...(done.droppedBytes === undefined ? {} : { resource_limit: "max_output_bytes", dropped_bytes: done.droppedBytes })
         })
+        if (env.shellFinished !== undefined) {
+          yield* env.shellFinished({
+            binary: done.binary,
+            exitCode: done.exitCode,
+            output: resultText(done.result),
+            stdoutBytes: done.stdoutBytes,
+            stderrBytes: done.stderrBytes,
+            durationMs: done.durationMs
+          })
+        }
       } else {
         yield* env.record("shell_detached", yield* parentLine, {
           turn,

@@ -11,7 +11,7 @@ import { type ComponentWorld, readWorld, runnableAs, supportedMurmur, unsupporte
 export interface ComponentCheck {
   readonly sha256: string
   readonly world: ComponentWorld
-  readonly runnableAs: ReadonlyArray<"capsule" | "tool">
+  readonly runnableAs: ReadonlyArray<"capsule" | "tool" | "hook">
   readonly problems: ReadonlyArray<string>
   readonly runnable: boolean
   /** The exports that make a component runnable, with the versions this runtime implements. */

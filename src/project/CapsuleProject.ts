@@ -174,7 +174,7 @@ const agentProject = ({ manifest, root, warnings }: Manifested) =>
   Effect.gen(function*() {
     const artifacts = yield* resolveAll(
       root,
-      manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill")
+      manifest.artifacts.filter((entry) => entry.runtime === "tool" || entry.runtime === "driver" || entry.runtime === "skill" || entry.runtime === "hook")
     )
     return { directory: root, manifest, warnings, component: undefined, artifacts } satisfies CapsuleProject
   })
@@ -201,7 +201,7 @@ export const loadProject = (directory: string, env: HostEnv = {}) =>
 
 /**
  * An agent capsule's directory (it has an `inference:` block): no capsule component; its tools,
- * driver and skills resolved like a script capsule's tools, registry ones pinned. Skills resolve
+ * driver, hooks and skills resolved like a script capsule's tools, registry ones pinned. Skills resolve
  * to their directory (no `.wasm`).
  */
 export const loadAgentProject = (directory: string, env: HostEnv = {}) =>

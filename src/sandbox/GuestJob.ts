@@ -76,8 +76,39 @@ export interface ToolResultData {
   readonly metadata: ReadonlyArray<readonly [string, string]>
 }
 
+/** The nine lifecycle functions of `murmur:hook/lifecycle@0.8.0`, by their WIT names. */
+export const HOOK_BINDINGS = [
+  "on-stage",
+  "on-session-start",
+  "on-task-start",
+  "on-inference",
+  "on-tool-call",
+  "on-shell",
+  "on-compaction",
+  "on-task-end",
+  "on-session-end"
+] as const
+export type HookBinding = typeof HOOK_BINDINGS[number]
+
+/** One lifecycle call: the function and its event record (u64 fields as plain numbers; the worker lifts them). */
+export interface HookCallData {
+  readonly binding: HookBinding
+  readonly event: Readonly<Record<string, unknown>>
+  /** The entry's `task_io.read` / `conversation.read` grants: without one, that import answers `not-granted`. */
+  readonly taskIo: boolean
+  readonly conversation: boolean
+}
+
+/** A `hook-output` variant as jco carries it (`val` absent for `none`), or the hook's `err`. */
+export type HookAnswer =
+  | { readonly ok: { readonly tag: string; readonly val?: unknown } }
+  | { readonly err: string }
+
 export interface GuestJob {
-  readonly role: { readonly kind: "capsule" } | { readonly kind: "tool"; readonly name: string; readonly input: ToolInputData }
+  readonly role:
+    | { readonly kind: "capsule" }
+    | { readonly kind: "tool"; readonly name: string; readonly input: ToolInputData }
+    | { readonly kind: "hook"; readonly name: string; readonly call: HookCallData }
   readonly guest: LoadedGuest
   readonly grant: GuestGrant
   /** Names of every `runtime: tool` artifact (the `invoke` allowlist), WASM or not. */
@@ -118,6 +149,22 @@ export interface RunGo {
 export type HostCall =
   | { readonly method: "requestInput"; readonly prompt: string }
   | { readonly method: "sendMessage"; readonly peerUrl: string; readonly messageId: string; readonly contextId?: string | undefined; readonly text: string }
+  | HookHostCall
+
+/** What a hook's own imports ask of the host (`murmur:runtime/*`, task-io, conversation). */
+export type HookHostCall =
+  | { readonly method: "runInference"; readonly messages: ReadonlyArray<HookMessage>; readonly systemPrompt: string | undefined; readonly model: string | undefined }
+  | { readonly method: "countTokens"; readonly text: string }
+  | { readonly method: "taskIo"; readonly op: "input-len" | "read-input" | "output-len" | "read-output"; readonly form: "as-given" | "original"; readonly offset: number; readonly maxBytes: number }
+  | { readonly method: "readConversation"; readonly cursor: string | undefined; readonly limit: number }
+
+/** `murmur:hook/lifecycle@0.8.0.message`, as jco carries it. */
+export interface HookMessage {
+  readonly role: string
+  readonly content: string
+  readonly id?: string | undefined
+  readonly sourceId?: string | undefined
+}
 
 export type HostReply = { readonly ok: unknown } | { readonly err: string } | { readonly trap: string }
 
@@ -135,5 +182,5 @@ export type WorkerMessage =
   | { readonly type: "call"; readonly call: HostCall }
   | { readonly type: "toolStart"; readonly name: string; readonly deadlineMs: number }
   | { readonly type: "toolEnd"; readonly name: string }
-  | { readonly type: "done"; readonly result?: ToolResultData | undefined }
+  | { readonly type: "done"; readonly result?: ToolResultData | undefined; readonly hook?: HookAnswer | undefined }
   | { readonly type: "failed"; readonly reason: FailureReason; readonly message: string; readonly memory: MemoryState }

@@ -15,9 +15,9 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue, type Scope } from "effect"
 import { packageFile } from "../project/PackageRoot.js"
 import type { CompiledComponent } from "./component/ComponentCache.js"
-import type { ArtifactData, CodeCacheUse, GuestGrant, GuestJob, GuestStart, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
+import type { ArtifactData, CodeCacheUse, GuestGrant, GuestJob, GuestStart, HookAnswer, HookCallData, HookHostCall, HostCall, HostReply, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "./GuestJob.js"
 import { capMessage, isMemoryLimit } from "./wasm/MemoryVerdict.js"
-import { deadlineMessage, type GuestRole, limitMessage, SandboxError, trapMessage } from "./SandboxError.js"
+import { deadlineMessage, type GuestRole, limitMessage, SandboxError, subject, trapMessage } from "./SandboxError.js"
 
 /** What the host does for a guest that talks back. Every effect runs in the run's scope. */
 export interface GuestHost {
@@ -29,6 +29,8 @@ export interface GuestHost {
   readonly sendMessage: (call: Extract<HostCall, { method: "sendMessage" }>) => Effect.Effect<unknown, { readonly message: string }>
   readonly stdout: (text: string) => Effect.Effect<void>
   readonly stderr: (text: string) => Effect.Effect<void>
+  /** A hook's own imports (inference, tokens, task-io, conversation); a failure's message is the guest's `err`. */
+  readonly hook?: ((call: HookHostCall) => Effect.Effect<unknown, { readonly message: string }>) | undefined
 }
 
 export const silentHost: GuestHost = {
@@ -53,6 +55,8 @@ export interface GuestRun {
   readonly deadlineSeconds: number
   /** For a tool run: its input. */
   readonly input?: ToolInputData
+  /** For a hook run: the lifecycle call. */
+  readonly hookCall?: HookCallData
   readonly allowlist: ReadonlyArray<string>
   readonly tools: Readonly<Record<string, ToolSpec>>
   readonly inTask: boolean
@@ -67,11 +71,13 @@ export interface GuestRun {
 }
 
 /** A run known before its call: everything but its input, its host, its deadline and its trace context. */
-export type GuestTemplate = Omit<GuestRun, "input" | "host" | "deadlineSeconds" | "traceparent">
+export type GuestTemplate = Omit<GuestRun, "input" | "host" | "deadlineSeconds" | "traceparent" | "hookCall">
 
 export interface GuestOutcome {
   /** A tool's result (a capsule returns nothing). */
   readonly result: ToolResultData | undefined
+  /** A hook's answer (`undefined`: the hook exited through wasi:cli/exit, as good as `none`). */
+  readonly hook?: HookAnswer | undefined
   readonly stderr: string
 }
 
@@ -157,13 +163,21 @@ export class Sandbox extends Context.Tag("capsule-runtime/sandbox/Sandbox")<Sand
 }
 
 /** What a worker is handed; a held worker's tool input is a placeholder until its `go`. */
+const roleData = (role: GuestRole, input: ToolInputData, hookCall: HookCallData | undefined): GuestJob["role"] => {
+  if (role.kind === "capsule") return { kind: "capsule" }
+  if (role.kind === "tool") return { kind: "tool", name: role.name, input }
+  if (hookCall === undefined) throw new Error(`hook '${role.name}' run without a lifecycle call`)
+  return { kind: "hook", name: role.name, call: hookCall }
+}
+
 const jobData = (
   job: GuestTemplate,
   input: ToolInputData,
   rpc: GuestJob["rpc"],
-  codeCaches: CodeCaches
+  codeCaches: CodeCaches,
+  hookCall?: HookCallData
 ): GuestJob => ({
-  role: job.role.kind === "capsule" ? { kind: "capsule" } : { kind: "tool", name: job.role.name, input },
+  role: roleData(job.role, input, hookCall),
   guest: job.component.guest,
   grant: job.grant,
   allowlist: job.allowlist,
@@ -329,7 +343,7 @@ const makeSandbox = (config: SandboxConfig) =>
       const channel = new MessageChannel()
       const flag = new SharedArrayBuffer(4)
       const worker = idle.shift() ?? startWorker()
-      const start: GuestStart = { job: { ...jobData(job, job.input ?? {}, { port: channel.port2, flag }, codeCaches), traceparent: job.traceparent } }
+      const start: GuestStart = { job: { ...jobData(job, job.input ?? {}, { port: channel.port2, flag }, codeCaches, job.hookCall), traceparent: job.traceparent } }
       worker.postMessage(start, [channel.port2])
       return { worker, reply: channel.port1, flag: new Int32Array(flag) }
     }
@@ -400,10 +414,13 @@ const makeSandbox = (config: SandboxConfig) =>
             Atomics.store(flag, 0, 1)
             Atomics.notify(flag, 0)
           })
+        const asErr = Effect.match({ onFailure: (e: { readonly message: string }): HostReply => ({ err: e.message }), onSuccess: (ok: unknown): HostReply => ({ ok }) })
         const serve = (call: HostCall) =>
           (call.method === "requestInput"
             ? job.host.requestInput(call.prompt).pipe(Effect.match({ onFailure: (e): HostReply => ({ trap: e.message }), onSuccess: (ok): HostReply => ({ ok }) }))
-            : job.host.sendMessage(call).pipe(Effect.match({ onFailure: (e): HostReply => ({ err: e.message }), onSuccess: (ok): HostReply => ({ ok }) }))
+            : call.method === "sendMessage"
+            ? asErr(job.host.sendMessage(call))
+            : asErr(job.host.hook?.(call) ?? Effect.fail({ message: "not available to this guest" }))
           ).pipe(Effect.flatMap(answer))
         const failure = (reason: SandboxError["reason"], message: string) =>
           new SandboxError({ reason, message, stderr: stderr.get() })
@@ -456,7 +473,7 @@ const makeSandbox = (config: SandboxConfig) =>
               codeCaches.generations.set(message.scriptPath, (codeCaches.generations.get(message.scriptPath) ?? 0) + 1)
               break
             case "done":
-              return { result: message.result, stderr: stderr.get() } satisfies GuestOutcome
+              return { result: message.result, hook: message.hook, stderr: stderr.get() } satisfies GuestOutcome
             case "failed":
               if (message.reason === "InstanceLimit") return yield* failure("InstanceLimit", limitMessage(job.role, message.message))
               if (message.reason !== "Trap") return yield* failure(message.reason, message.message)
@@ -465,9 +482,9 @@ const makeSandbox = (config: SandboxConfig) =>
               }
               return yield* failure("Trap", trapMessage(job.role, message.message))
             case "error":
-              return yield* failure("WorkerCrashed", `${job.role.kind === "capsule" ? "capsule" : `tool '${job.role.name}'`} worker failed: ${message.message}`)
+              return yield* failure("WorkerCrashed", `${job.role.kind === "capsule" ? "capsule" : subject(job.role)} worker failed: ${message.message}`)
             case "exit":
-              return yield* failure("WorkerCrashed", `${job.role.kind === "capsule" ? "capsule" : `tool '${job.role.name}'`} worker exited (code ${message.code}) before finishing`)
+              return yield* failure("WorkerCrashed", `${job.role.kind === "capsule" ? "capsule" : subject(job.role)} worker exited (code ${message.code}) before finishing`)
           }
         }
       })).pipe(

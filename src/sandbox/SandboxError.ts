@@ -26,20 +26,20 @@ export class SandboxError extends Schema.TaggedError<SandboxError>()("SandboxErr
   stderr: Schema.optional(Schema.String)
 }) {}
 
-/** Who ran: the script capsule, or a named tool / driver. */
-export type GuestRole = { readonly kind: "capsule" } | { readonly kind: "tool"; readonly name: string }
+/** Who ran: the script capsule, a named tool / driver, or a named hook (one lifecycle call). */
+export type GuestRole = { readonly kind: "capsule" } | { readonly kind: "tool" | "hook"; readonly name: string }
 
-const subject = (role: GuestRole) => role.kind === "capsule" ? "capsule execution" : `tool '${role.name}'`
+export const subject = (role: GuestRole) => role.kind === "capsule" ? "capsule execution" : `${role.kind} '${role.name}'`
 
 export const deadlineMessage = (role: GuestRole, seconds: number) =>
   role.kind === "capsule"
     ? `capsule execution exceeded its ${seconds}s deadline and was interrupted; raise capabilities.limits.deadline_seconds if it needs longer`
-    : `tool '${role.name}' exceeded its ${seconds}s execution deadline (capabilities.limits.deadline_seconds) and was interrupted`
+    : `${subject(role)} exceeded its ${seconds}s execution deadline (capabilities.limits.deadline_seconds) and was interrupted`
 
 export const limitMessage = (role: GuestRole, detail: string) => `${subject(role)} exceeded its configured resource limits: ${detail}`
 
 export const trapMessage = (role: GuestRole, trap: string) =>
-  role.kind === "capsule" ? `capsule execution trapped: ${trap}` : `tool '${role.name}' trapped: ${trap}`
+  role.kind === "capsule" ? `capsule execution trapped: ${trap}` : `${subject(role)} trapped: ${trap}`
 
 export const missingExportMessage = (role: GuestRole) =>
   role.kind === "capsule"

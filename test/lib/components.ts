@@ -207,6 +207,13 @@ export const fixtures = {
     helpers: ["js/fs-probe.js"],
     behaviour: "the capsule-ro-probe steps from a tool, on the subtree input.data names (a JSON string, default ro); " +
       "the lines to ./ro-report.txt and as the result's data"
+  },
+  "hook-probe": {
+    kind: "js",
+    source: "js/hook-probe.js",
+    world: "hook-probe",
+    behaviour: "a hook exporting all nine lifecycle functions; its config (answers, err, trap, spin, big, compact, infer, probe " +
+      "by binding) picks what each call does; appends each binding to ./calls.log when it has a \".\" preopen"
   }
 } as const satisfies Record<string, FixtureSpec>
 

@@ -61,9 +61,10 @@ export const notActedOnWarnings = (blocks: Blocks, transport: "http" | "process"
       })
     })
   }
+  // Hooks run in the agent loop (../../hooks/Hooks.ts); a script capsule has none to call them.
   artifactList.forEach((artifact, index) => {
-    if (artifact?.["runtime"] === "hook") {
-      warnings.push(warning(`artifacts[${index}]`, `runtime: hook (artifact '${String(artifact["name"])}')`, "hooks are not run, so the capsule runs without it"))
+    if (artifact?.["runtime"] === "hook" && blocks["inference"] === undefined) {
+      warnings.push(warning(`artifacts[${index}]`, `runtime: hook (artifact '${String(artifact["name"])}')`, "a script capsule has no agent loop to call hooks at, so it runs without it"))
     }
   })
   return warnings

@@ -21,7 +21,13 @@ export const supportedMurmur: ReadonlyMap<string, string> = new Map([
   ["murmur:text/chunks", "0.1.0"],
   ["murmur:task/task", "0.1.0"],
   ["murmur:message/send", "0.1.0"],
-  ["murmur:artifact-manager/manage", "0.1.0"]
+  ["murmur:artifact-manager/manage", "0.1.0"],
+  // The hook world (spec §2.10).
+  ["murmur:hook/lifecycle", "0.8.0"],
+  ["murmur:runtime/inference", "0.3.0"],
+  ["murmur:runtime/tokens", "0.3.0"],
+  ["murmur:task-io/read", "0.1.0"],
+  ["murmur:conversation/read", "0.1.0"]
 ])
 
 /** The WASI interfaces the host links (any 0.2.x). */
@@ -101,7 +107,7 @@ export const readWorld = (bytes: Uint8Array): Effect.Effect<ComponentWorld, Sand
 }
 
 const rebuild = (found: string, expected: string) =>
-  `component ${found.startsWith("murmur:capsule/") || found.startsWith("murmur:tool/run") ? "exports" : "imports"} ${found}, but this runtime provides ${expected}; rebuild the artifact against the versioned WIT`
+  `component ${found.startsWith("murmur:capsule/") || found.startsWith("murmur:tool/run") || found.startsWith("murmur:hook/") ? "exports" : "imports"} ${found}, but this runtime provides ${expected}; rebuild the artifact against the versioned WIT`
 
 /** Problems that keep the component from running here (empty: it can run). */
 export const unsupported = (world: ComponentWorld): ReadonlyArray<{ readonly reason: "VersionMismatch" | "DeniedImport"; readonly message: string }> => {
@@ -129,7 +135,8 @@ export const unsupported = (world: ComponentWorld): ReadonlyArray<{ readonly rea
   return problems
 }
 
-export const runnableAs = (world: ComponentWorld): ReadonlyArray<"capsule" | "tool"> => [
+export const runnableAs = (world: ComponentWorld): ReadonlyArray<"capsule" | "tool" | "hook"> => [
   ...(world.exports.includes("murmur:capsule/run@0.1.0") ? ["capsule" as const] : []),
-  ...(world.exports.includes("murmur:tool/run@0.1.0") ? ["tool" as const] : [])
+  ...(world.exports.includes("murmur:tool/run@0.1.0") ? ["tool" as const] : []),
+  ...(world.exports.includes("murmur:hook/lifecycle@0.8.0") ? ["hook" as const] : [])
 ]

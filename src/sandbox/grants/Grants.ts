@@ -112,3 +112,40 @@ export const toolGrant = (context: GrantContext, entry: ArtifactEntry): Either.E
       warnings: [...narrowed.warnings, ...warnings]
     }
   })
+
+/**
+ * A hook's grant (spec §3.2, §3.6): no preopen unless its entry scopes one (`<workdir>/<scope>`),
+ * no network unless its entry allows some (within the ceiling), an environment of its `config:`
+ * alone, and its state store when declared.
+ */
+export const hookGrant = (context: GrantContext, entry: ArtifactEntry): Either.Either<Granted, ProjectError> =>
+  Either.gen(function*() {
+    const ceiling = yield* ceilingRules(context.manifest)
+    const declared = entry.capabilities?.network?.allow
+    const narrowed = declared === undefined
+      ? { rules: [], warnings: [] }
+      : yield* Either.mapLeft(narrow(ceiling, declared, entry.name), (error) => new ProjectError({ code: "E-CAP-001", message: error.message }))
+    const scope = entry.capabilities?.filesystem?.scope
+    const preopen = scope === undefined ? undefined : yield* preopenOf(context.workdir, scope)
+    const env = guestEnv({
+      hostEnv: {},
+      allow: [],
+      stripPatterns: [],
+      ...(entry.configJson === undefined ? {} : { artifactConfig: entry.configJson }),
+      runtimeVars: {}
+    })
+    const limits = effectiveLimits(context.manifest.capabilities)
+    const state = entry.capabilities?.state === undefined ? undefined : yield* stateDir(context.hostEnv, entry.capabilities.state.store ?? entry.name)
+    return {
+      grant: {
+        preopen,
+        ...(state === undefined ? {} : { state }),
+        readOnly: scope === undefined ? [] : readOnlyOf(context, scope),
+        env,
+        network: narrowed.rules,
+        memoryBytes: limits.memoryBytes,
+        instances: limits.instances
+      },
+      warnings: narrowed.warnings
+    }
+  })

@@ -15,6 +15,7 @@ import { Script } from "node:vm"
 import { parentPort, receiveMessageOnPort } from "node:worker_threads"
 import type { CodeCacheUse, FailureReason, GuestJob, GuestStart, LoadedGuest, RunGo, ToolInputData, ToolResultData, WorkerMessage } from "../GuestJob.js"
 import { type Channel, HostTrap, makeChannel } from "./HostChannel.js"
+import { callHook, hookMurmurImports } from "./HookImports.js"
 import { capsuleMurmurImports, toolMurmurImports } from "./MurmurImports.js"
 import { GROW_FAILED_EXPORT } from "../wasm/GrowFailedExport.js"
 import { MAX_GUEST_OUTPUT_BYTES, runOutputCapNote } from "../GuestOutput.js"
@@ -162,17 +163,29 @@ const offerCodeCaches = () => {
   }
 }
 
-const instantiate = (guest: LoadedGuest, imports: Record<string, any>, kind: "capsule" | "tool") => {
-  const root = loaded.get(guest.scriptPath)!.exports.instantiate((name: string) => guest.modules[name], imports, instantiateCore)
-  const exported = kind === "capsule" ? root["murmur:capsule/run@0.1.0"] ?? root.run : root["murmur:tool/run@0.1.0"] ?? root.run
-  if (exported === undefined || typeof exported.run !== "function") {
-    throw new Failure(
-      "MissingExport",
-      kind === "capsule"
-        ? "capsule component missing export murmur:capsule/run@0.1.0#run; rebuild the artifact against the versioned WIT"
-        : `tool component '${job.role.kind === "tool" ? job.role.name : "?"}' missing export murmur:tool/run@0.1.0#run; rebuild the artifact against the versioned WIT`
-    )
+const EXPORTS = {
+  capsule: "murmur:capsule/run@0.1.0",
+  tool: "murmur:tool/run@0.1.0",
+  hook: "murmur:hook/lifecycle@0.8.0"
+} as const
+
+const missingExport = (kind: GuestJob["role"]["kind"]) => {
+  const name = job.role.kind === "capsule" ? "?" : job.role.name
+  switch (kind) {
+    case "capsule":
+      return "capsule component missing export murmur:capsule/run@0.1.0#run; rebuild the artifact against the versioned WIT"
+    case "tool":
+      return `tool component '${name}' missing export murmur:tool/run@0.1.0#run; rebuild the artifact against the versioned WIT`
+    case "hook":
+      return `hook component '${name}' missing export murmur:hook/lifecycle@0.8.0; rebuild the artifact against the versioned WIT`
   }
+}
+
+const instantiate = (guest: LoadedGuest, imports: Record<string, any>, kind: GuestJob["role"]["kind"]) => {
+  const root = loaded.get(guest.scriptPath)!.exports.instantiate((name: string) => guest.modules[name], imports, instantiateCore)
+  const exported = root[EXPORTS[kind]] ?? (kind === "hook" ? root.lifecycle : root.run)
+  const usable = kind === "hook" ? exported !== undefined && typeof exported === "object" : exported !== undefined && typeof exported.run === "function"
+  if (!usable) throw new Failure("MissingExport", missingExport(kind))
   return exported
 }
 
@@ -230,7 +243,7 @@ const prepare = async () => {
   const kind = job.role.kind
   const imports = {
     ...wasiImports(job.grant, sinks, () => traceparent),
-    ...(kind === "capsule" ? capsuleMurmurImports(job, channel, { run: runTool }) : toolMurmurImports(job, channel))
+    ...(kind === "capsule" ? capsuleMurmurImports(job, channel, { run: runTool }) : kind === "hook" ? hookMurmurImports(job, channel) : toolMurmurImports(job, channel))
   }
   try {
     return instantiate(job.guest, imports, kind)
@@ -244,6 +257,11 @@ const main = async () => {
   // A held worker reports a failed preparation only once its run has started.
   const exported = await prepare().finally(awaitGo)
   try {
+    if (job.role.kind === "hook") {
+      const hook = callHook(exported, job.role.call)
+      offerCodeCaches()
+      return channel.post({ type: "done", hook })
+    }
     const result = job.role.kind === "tool" ? exported.run({ data: input.data, logPath: input.logPath }) : exported.run()
     offerCodeCaches()
     channel.post({ type: "done", result: job.role.kind === "tool" ? normalizeResult(result) : undefined })
