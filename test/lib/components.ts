@@ -65,7 +65,8 @@ export const fixtures = {
     world: "driver",
     behaviour: "a deterministic driver: replies from MURMUR_INFERENCE_DRIVER_CONFIG {replies, chunks}, picked by the number of " +
       "assistant messages; text blocks streamed as chunks when chunks is true; appends \"call <n>\\n\" to ./driver-calls.log and writes the request to ./driver-request-<n>.json; " +
-      "a reply with spin: true never returns; _metadata becomes the result metadata"
+      "a reply with spin: true never returns; _metadata becomes the result metadata; a request over max_request_bytes is " +
+      "answered stop_reason error (\"context window exceeded\"), as a provider past its window"
   },
   "capsule-allowlisted": {
     kind: "js",

@@ -229,9 +229,7 @@ context: { max_tokens: 1000 }
 trace: { capture: content }
 network: { internal_port: 14159 }
 `)
-    assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
-      ["W-RUN-001", "context.max_tokens"]
-    ])
+    assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [])
     assert.isTrue(isAgentCapsule(manifest))
     assert.deepStrictEqual(manifest.inference?.driver, { artifact: "d", configJson: "{\"anything\":[1]}" })
     assert.strictEqual(manifest.lifecycle?.taskAcceptance, "queue")

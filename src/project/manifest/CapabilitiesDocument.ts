@@ -89,7 +89,7 @@ export const CapabilitiesDocument = Schema.Struct({
     description: "Hook-only grant: refused capsule-wide and on non-hook entries (E-MAN-003)."
   }),
   conversation: section({ read: flag({ description: "Grant murmur:conversation/read." }) }, {
-    description: "Hook-only grant; hooks are not run here (W-RUN-001), and on a non-hook entry it is refused (E-MAN-003)."
+    description: "Hook-only grant: refused capsule-wide and on non-hook entries (E-MAN-003)."
   }),
   plan: section({ submit: flag({ description: "Offer the submit-plan tool." }) }, {
     description: "The submit-plan runtime tool; not offered by this runtime yet (W-RUN-001)."

@@ -14,7 +14,6 @@ const enforced = (by: string): Disposition => ({ kind: "enforced", by })
 const warned = (consequence: string): Disposition => ({ kind: "warned", consequence })
 const refused = (by: string): Disposition => ({ kind: "refused", by })
 
-const NO_EFFECT = "it was validated and has no effect when this runtime runs the capsule"
 const INERT_ON_ENTRY = "is inert on an artifact entry: the grant applies capsule-wide only"
 
 /** Keys of the `capabilities:` block on an artifact entry, relative to `artifacts[].capabilities`. */
@@ -36,8 +35,10 @@ const ENTRY_CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "resources": warned(INERT_ON_ENTRY),
   "state": enforced("src/sandbox/grants/StateDir.ts (a second preopen, state, at $MURMUR_HOME/state/<store>/)"),
   "state.store": enforced("src/sandbox/grants/StateDir.ts (one path segment, E-CAP-011; default the artifact's name)"),
-  "task_io": refused("src/project/manifest/ArtifactEntry.ts (hook entries only; hooks warn)"),
-  "conversation": refused("src/project/manifest/ArtifactEntry.ts (hook entries only; hooks warn)"),
+  "task_io": enforced("src/hooks/HookEntry.ts (a hook's murmur:task-io/read gate; refused on other entries, ArtifactEntry.ts)"),
+  "task_io.read": enforced("src/sandbox/host/HookImports.ts (without it every call answers not-granted)"),
+  "conversation": enforced("src/hooks/HookEntry.ts (a hook's murmur:conversation/read gate; refused on other entries, ArtifactEntry.ts)"),
+  "conversation.read": enforced("src/sandbox/host/HookImports.ts (without it every call answers not-granted)"),
   "plan": warned(INERT_ON_ENTRY),
   "containment": warned(INERT_ON_ENTRY)
 }
@@ -93,8 +94,8 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "state.store": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
   "task_io": refused("src/project/Manifest.ts (per-hook only)"),
   "task_io.read": refused("src/project/Manifest.ts (per-hook only)"),
-  "conversation": warned("conversation.read is a per-hook grant, and hooks are not run"),
-  "conversation.read": warned("conversation.read is a per-hook grant, and hooks are not run"),
+  "conversation": warned("capsule-wide it is inert: conversation.read is granted on a hook's entry"),
+  "conversation.read": warned("capsule-wide it is inert: conversation.read is granted on a hook's entry"),
   "plan": warned("the runtime tool submit-plan is not offered by this runtime yet"),
   "plan.submit": warned("the runtime tool submit-plan is not offered by this runtime yet"),
   "containment": enforced("src/shell/containment/ContainmentDecision.ts (E-CAP-003)")
@@ -134,24 +135,24 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "inference.provider": enforced("src/project/manifest/Inference.ts (alias of driver)"),
   "inference.provider.artifact": enforced("src/project/manifest/Inference.ts (alias of driver)"),
   "inference.provider.config": enforced("src/project/manifest/Inference.ts (alias of driver)"),
-  "inference.compaction": warned(NO_EFFECT),
-  "inference.compaction.threshold": warned(NO_EFFECT),
-  "inference.compaction.model": warned(NO_EFFECT),
-  "inference.compaction.system_prompt": warned(NO_EFFECT),
-  "inference.compaction.system_prompt_file": warned(NO_EFFECT),
-  "inference.compaction.dump_summaries": warned(NO_EFFECT),
+  "inference.compaction": enforced("src/agent/Compaction.ts (with context.max_tokens: the history compacted before a request past the threshold)"),
+  "inference.compaction.threshold": enforced("src/agent/Compaction.ts"),
+  "inference.compaction.model": enforced("src/agent/Compaction.ts (the built-in compactor's model; the on-compaction hook's event)"),
+  "inference.compaction.system_prompt": enforced("src/agent/Compaction.ts"),
+  "inference.compaction.system_prompt_file": enforced("src/agent/AgentLaunch.ts (read at launch, E-RUN-009)"),
+  "inference.compaction.dump_summaries": enforced("src/agent/Compaction.ts (out/compaction-summaries.jsonl)"),
   "inference.max_turns": enforced("src/agent/AgentLoop.ts"),
   "inference.max_task_reopens": refused("src/project/manifest/Inference.ts (moved to lifecycle.max_task_reopens in 0.3)"),
   "inference.max_tokens": enforced("src/agent/AgentLoop.ts (the driver request's max_tokens)"),
   "inference.max_session_tokens": enforced("src/agent/SpendCeiling.ts (checked before each provider call; the task ends spend_ceiling_reached)"),
   "context": enforced("src/project/manifest/SessionBlocks.ts"),
-  "context.max_tokens": warned("compaction is not run by this runtime, so the budget only shows in MURMUR.md"),
+  "context.max_tokens": enforced("src/agent/Compaction.ts (the window compaction keeps requests within)"),
   "context.record": enforced("src/agent/Conversations.ts (durable conversation.jsonl of a threaded capsule)"),
   "context.record_store": enforced("src/layers/AgentSession.ts (the store directory under the murmur home; one path segment, E-CAP-011)"),
   "context.record_max_bytes": enforced("src/agent/Conversations.ts (a thread's record trimmed from the front past it)"),
   "context.record_max_turns": enforced("src/agent/Conversations.ts (a thread's record trimmed from the front past it)"),
-  "context.seed_budget": warned(NO_EFFECT),
-  "context.seed_overflow_margin": warned(NO_EFFECT),
+  "context.seed_budget": enforced("src/agent/TaskHooks.ts (what on-task-start hooks seed is cut past it)"),
+  "context.seed_overflow_margin": enforced("src/agent/TaskHooks.ts"),
   "context.retain": enforced("src/agent/Conversations.ts (max_messages, max_age trim the reloaded history)"),
   "observability": enforced("src/project/manifest/SessionBlocks.ts"),
   "observability.otel_endpoint": enforced("src/layers/Telemetry.ts (spans over OTLP/HTTP)"),
@@ -170,7 +171,7 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "lifecycle.queue_depth": enforced("src/services/TaskRegistry.ts"),
   "lifecycle.input_timeout_secs": enforced("src/agent/AgentLoop.ts"),
   "lifecycle.conversation": enforced("src/agent/Conversations.ts (threaded: the context's earlier turns are reloaded)"),
-  "lifecycle.max_task_reopens": warned(NO_EFFECT),
+  "lifecycle.max_task_reopens": enforced("src/agent/AgentLoop.ts (an on-task-end hook's reopen-task, within it and max_turns)"),
   "lifecycle.shell_grace_secs": enforced("src/shell/Shell.ts (detached work)"),
   "lifecycle.delegation_deadline_secs": enforced("src/delegation/DelegationLauncher.ts (the child is killed and reported terminated)"),
   "lifecycle.delegation_max_depth": enforced("src/delegation/DelegationLauncher.ts (delegate-task refused at the depth the spawner handle carries)"),
