@@ -28,6 +28,7 @@ import { fetchPeerFileDefinition, shareFileDefinition } from "../planes/PeerTool
 import { systemPrompt } from "./DriverProtocol.js"
 import type { ToolDefinition } from "../project/ToolDefinition.js"
 import { stageAgentWorkdir } from "./Staging.js"
+import { submitPlanDefinition } from "./SubmitPlan.js"
 import { type HookEntry, loadHooks } from "../hooks/HookEntry.js"
 import type { CompactionSettings } from "./Compaction.js"
 
@@ -249,6 +250,7 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
         ...(spawnAllow.length > 0 ? [delegateTaskDefinition(spawnAllow)] : []),
         ...(manifest.exports?.peerFiles === undefined ? [] : [shareFileDefinition]),
         ...(manifest.capabilities.peerFetch === undefined ? [] : [fetchPeerFileDefinition(manifest.capabilities.peerFetch.allow)]),
+        ...(manifest.capabilities.plan?.submit === true ? [submitPlanDefinition] : []),
         ...staged.toolList
       ],
       system: systemPrompt(manifest.name, manifest.version, prompt),

@@ -35,6 +35,7 @@ import { explainFailure, reasonContext } from "./FailureReason.js"
 import { type TokenCounter, tokenCounter } from "./Tokens.js"
 import { type Dispatched, dispatchTool, type ShellSeen, type TaskCounts } from "./ToolDispatch.js"
 import { errorResult } from "../shell/ShellGrant.js"
+import { runPlan } from "./SubmitPlan.js"
 import {
   assistantMessage,
   buildRequest,
@@ -296,7 +297,7 @@ const taskHooks = (task: TaskRun): TaskHookEnv => ({
  * One tool call, between its policy decision (a `deny` hook may refuse it: the model reads why)
  * and its observation (`on-tool-call`, then `on-shell` for a shell command that finished).
  */
-const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>) =>
+const dispatch = (task: TaskRun, call: ToolCall, turn: number, parent: Effect.Effect<string, CapsuleFailure>): Effect.Effect<Dispatched, CapsuleFailure> =>
   Effect.gen(function*() {
     const hooks = taskHooks(task)
     const shellBinary = task.env.prepared.shell.allow.includes(call.name) ? call.name : undefined
@@ -332,6 +333,9 @@ const dispatchCall = (task: TaskRun, call: ToolCall, turn: number, parent: Effec
       delegateTask(launcher, callInput, { taskId: input.taskId, contextId: input.contextId, trust: input.provenance.trust }),
     peer: Option.getOrUndefined(env.peerFiles),
     follow: (detached, completion) => env.completions.follow(detached, completion, input.provenance.trust),
+    plan: env.prepared.project.manifest.capabilities.plan?.submit === true
+      ? (planCall) => runPlan({ runStep: (step) => dispatch(task, step, turn, parent), record: taskHooks(task).record, taskId: input.taskId }, planCall)
+      : undefined,
     shellFinished
   }, call, turn, parent))
 }

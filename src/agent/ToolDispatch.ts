@@ -18,6 +18,7 @@ import type { WorkdirQuota } from "../shell/WorkdirQuota.js"
 import type { FieldsOf } from "../records/TraceEvents.js"
 import type { PreparedAgent } from "./AgentLaunch.js"
 import { DELEGATE_TASK } from "../delegation/DelegateTask.js"
+import { SUBMIT_PLAN } from "./SubmitPlan.js"
 import { type PeerFiles, redactHandles } from "../planes/PeerTools.js"
 import { fenceToolResult, metadataValue, resultText, type ToolCall } from "./DriverProtocol.js"
 
@@ -42,6 +43,8 @@ export interface DispatchEnv {
   readonly record: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<string, CapsuleFailure>
   /** Like `record`, but the line is written while the caller goes on (still in order; a failed write fails a later line or the task's end). */
   readonly recordAhead: <T extends string>(eventType: T, parentId: string, fields: FieldsOf<T>) => Effect.Effect<void>
+  /** `submit-plan` (./SubmitPlan.ts), when `capabilities.plan.submit` offers it. */
+  readonly plan?: ((call: ToolCall) => Effect.Effect<ToolResultData, CapsuleFailure>) | undefined
   /** `delegate-task` (./DelegateTask.ts), when the capsule may delegate. */
   readonly delegate?: ((input: unknown) => Effect.Effect<ToolResultData>) | undefined
   /** `share-file` / `fetch-peer-file` (./PeerTools.ts), when the session offers them. */
@@ -102,6 +105,7 @@ export const dispatchTool = (env: DispatchEnv, call: ToolCall, turn: number, par
       })
     // Step 0: runtime-owned tools are intercepted before anything the capsule declares.
     if (call.name === DELEGATE_TASK && env.delegate !== undefined) return yield* toolCallLine(yield* env.delegate(call.input))
+    if (call.name === SUBMIT_PLAN && env.plan !== undefined) return yield* toolCallLine(yield* env.plan(call))
     if (env.peer?.names.includes(call.name)) return yield* toolCallLine(yield* env.peer.run(call.name, call.input))
     if (env.prepared.shell.allow.includes(call.name)) {
       env.counts.shellCalls++

@@ -4,7 +4,7 @@
  */
 import { randomFillSync } from "node:crypto"
 
-export type IdPrefix = "ses" | "tsk" | "ctx" | "msg" | "wrk" | "dlg" | "req" | "art" | "evt" | "pnc"
+export type IdPrefix = "ses" | "tsk" | "ctx" | "msg" | "wrk" | "dlg" | "req" | "art" | "evt" | "pnc" | "pln"
 
 // Random bytes are drawn in blocks, and hex comes from a table: ids are minted per request.
 const pool = new Uint8Array(4096)

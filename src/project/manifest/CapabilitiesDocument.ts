@@ -92,7 +92,7 @@ export const CapabilitiesDocument = Schema.Struct({
     description: "Hook-only grant: refused capsule-wide and on non-hook entries (E-MAN-003)."
   }),
   plan: section({ submit: flag({ description: "Offer the submit-plan tool." }) }, {
-    description: "The submit-plan runtime tool; not offered by this runtime yet (W-RUN-001)."
+    description: "The submit-plan runtime tool: a plan of tool calls, independent steps run in parallel (at most 4 at once, 32 steps)."
   }),
   containment: oneOf(["advisory", "scoped", "sealed"], {
     description: "The least containment the shell must get; a host that cannot provide it refuses to launch (E-CAP-003).",

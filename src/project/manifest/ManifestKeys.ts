@@ -96,8 +96,8 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "task_io.read": refused("src/project/Manifest.ts (per-hook only)"),
   "conversation": warned("capsule-wide it is inert: conversation.read is granted on a hook's entry"),
   "conversation.read": warned("capsule-wide it is inert: conversation.read is granted on a hook's entry"),
-  "plan": warned("the runtime tool submit-plan is not offered by this runtime yet"),
-  "plan.submit": warned("the runtime tool submit-plan is not offered by this runtime yet"),
+  "plan": enforced("src/agent/SubmitPlan.ts"),
+  "plan.submit": enforced("src/agent/SubmitPlan.ts (true offers the runtime tool submit-plan)"),
   "containment": enforced("src/shell/containment/ContainmentDecision.ts (E-CAP-003)")
 }
 
