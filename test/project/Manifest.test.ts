@@ -148,8 +148,7 @@ containment: " sealed "`))
     assert.deepStrictEqual(warnings.map((w) => [w.code, w.path]), [
       ["W-RUN-001", "capabilities.resources.cgroup_cpu_percent"],
       ["W-RUN-001", "capabilities.state"],
-      ["W-RUN-001", "capabilities.conversation"],
-      ["W-RUN-001", "capabilities.plan"]
+      ["W-RUN-001", "capabilities.conversation"]
     ])
     assert.deepStrictEqual(manifest.capabilities, {
       network: { allow: ["HTTPS://API.Example.com", "localhost:8080", " host-with-space "], unixSockets: false },
