@@ -54,7 +54,7 @@ import {
   userMessage
 } from "./DriverProtocol.js"
 import { append, newTranscript, type Transcript, wireTracer } from "../records/WireTrace.js"
-import { appendEval, evalLine } from "./EvalScores.js"
+import { appendEval, evalLine, JUDGE_SYSTEM, type Judgement, judgePrompt, verdictOf } from "./EvalScores.js"
 import { type CeilingReached, ceilingText, type SpendGuard } from "./SpendCeiling.js"
 import type { WorkdirBreach, WorkdirQuota } from "../shell/WorkdirQuota.js"
 import type { HookCallContext, Hooks } from "../hooks/Hooks.js"
@@ -250,19 +250,36 @@ const endTask = (task: TaskRun, exit: TaskExitStatus) =>
   }))), Effect.zipRight(scoreTask(task, exit)))
 
 /** `observability.eval`: the task's scores, a line of `eval.jsonl` (./EvalScores.ts). */
-const scoreTask = (task: TaskRun, exit: TaskExitStatus) => {
-  const evaluation = task.env.prepared.project.manifest.observability?.eval
-  if (evaluation === undefined || evaluation.scorers.length === 0) return Effect.void
-  const { counts, input } = task
-  return appendEval(task.env.prepared.records, evalLine(evaluation.scorers, evaluation.datasetId, {
-    taskId: input.taskId,
-    contextId: input.contextId,
-    exit,
-    turns: counts.turns,
-    tokens: counts.inputTokens + counts.outputTokens,
-    tools: task.tools
-  }))
-}
+const scoreTask = (task: TaskRun, exit: TaskExitStatus) =>
+  Effect.gen(function*() {
+    const evaluation = task.env.prepared.project.manifest.observability?.eval
+    if (evaluation === undefined || evaluation.scorers.length === 0) return
+    const { counts, input } = task
+    const judgement = evaluation.scorers.some((scorer) => scorer.type === "llm_judge") ? yield* judge(task, exit) : undefined
+    yield* appendEval(task.env.prepared.records, evalLine(evaluation.scorers, evaluation.datasetId, {
+      taskId: input.taskId,
+      contextId: input.contextId,
+      exit,
+      turns: counts.turns,
+      tokens: counts.inputTokens + counts.outputTokens,
+      tools: task.tools,
+      judgement
+    }))
+  })
+
+/** `llm_judge`: the capsule's own model grades the answer (never for a canceled task: nobody waits for it). */
+const judge = (task: TaskRun, exit: TaskExitStatus): Effect.Effect<Judgement> =>
+  exit === "canceled"
+    ? Effect.succeed({ skipped: "the task was canceled" })
+    : complete(task.env.hookEnv, {
+      messages: [userMessage(judgePrompt(task.view.original, task.view.output))],
+      system: JUDGE_SYSTEM,
+      model: undefined,
+      origin: "eval:llm_judge"
+    }, task.view).pipe(
+      Effect.map((done) => verdictOf(done.text)),
+      Effect.catchAll((error) => Effect.succeed({ skipped: `the judge could not be asked: ${error.message}` }))
+    )
 
 /** What a tool run can do: its chunks go to the task, its request-input puts the task in `input-required`. */
 const toolHost = (task: TaskRun): GuestHost => ({

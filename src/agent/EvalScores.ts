@@ -3,8 +3,10 @@
  * `<records>/eval.jsonl` beside the trace (so out of every guest's reach). The scorers that need
  * no model: `exit_ok` (the task's exit status is `ok`), `max_turns` (turns ≤ `max`, default 10),
  * `max_tokens` (counted input + output tokens ≤ `max`, default 100000) and `tool_sequence` (the
- * names of the tools the task called, in order, are `expected`). An `llm_judge` scorer is not run
- * by this runtime: the manifest warns of it (W-RUN-001) and its line says `skipped`.
+ * names of the tools the task called, in order, are `expected`). `llm_judge` asks the capsule's
+ * own model, through its driver and under its spend ceilings, whether the final answer does what
+ * the task asked (`PASS` or `FAIL` and a reason); when it cannot be asked (a canceled task, a
+ * spent ceiling, a failed call) its entry says `skipped` and why.
  */
 import { Effect } from "effect"
 import type { Scorer } from "../project/manifest/SessionBlocks.js"
@@ -18,12 +20,25 @@ export interface ScoredTask {
   readonly turns: number
   readonly tokens: number
   readonly tools: ReadonlyArray<string>
+  /** The `llm_judge` verdict, asked before the line is written. */
+  readonly judgement?: Judgement | undefined
 }
+
+export type Judgement = { readonly pass: boolean; readonly reply: string } | { readonly skipped: string }
+
+export const JUDGE_SYSTEM = "You grade an AI agent's work. Answer PASS or FAIL on the first line, then one sentence why."
+
+/** What the judge is asked about one task. */
+export const judgePrompt = (task: string, answer: string | undefined) =>
+  `The task:\n${task}\n\nThe agent's final answer:\n${answer ?? "(no answer)"}\n\nDoes the answer do what the task asked? PASS or FAIL, then why.`
+
+/** The judge's reply as a verdict: PASS leads it, or it failed; the reply is kept (first 500 characters). */
+export const verdictOf = (reply: string): Judgement => ({ pass: /^\W*PASS\b/i.test(reply), reply: reply.slice(0, 500) })
 
 export interface Score {
   readonly name: string
   readonly type: Scorer["type"]
-  /** Absent for a scorer that was not run (`llm_judge`). */
+  /** Absent for a scorer that was not run (an `llm_judge` that could not be asked). */
   readonly pass?: boolean
   readonly value?: unknown
   readonly expected?: unknown
@@ -44,8 +59,10 @@ export const score = (scorer: Scorer, task: ScoredTask): Score => {
       const pass = task.tools.length === expected.length && task.tools.every((tool, i) => tool === expected[i])
       return { name, type, pass, value: task.tools, expected }
     }
-    case "llm_judge":
-      return { name, type, skipped: "llm_judge is not run by this runtime" }
+    case "llm_judge": {
+      const judged = task.judgement ?? { skipped: "the judge was not asked" }
+      return "skipped" in judged ? { name, type, skipped: judged.skipped } : { name, type, pass: judged.pass, value: judged.reply, expected: "PASS" }
+    }
   }
 }
 

@@ -158,7 +158,7 @@ export const MANIFEST_KEYS: Readonly<Record<string, Disposition>> = {
   "observability.otel_endpoint": enforced("src/layers/Telemetry.ts (spans over OTLP/HTTP)"),
   "observability.eval": enforced("src/agent/EvalScores.ts (a line of <records>/eval.jsonl per task)"),
   "observability.eval.dataset_id": enforced("src/agent/EvalScores.ts (on each eval.jsonl line)"),
-  "observability.eval.scorers[]": enforced("src/agent/EvalScores.ts (exit_ok, max_turns, max_tokens, tool_sequence; llm_judge warned, W-RUN-001)"),
+  "observability.eval.scorers[]": enforced("src/agent/EvalScores.ts (exit_ok, max_turns, max_tokens, tool_sequence; llm_judge through the capsule's driver)"),
   "trace": enforced("src/records/Trace.ts"),
   "trace.capture": enforced("src/records/Trace.ts"),
   "trace.include_tool_output": enforced("src/project/manifest/SessionBlocks.ts (retired alias of capture, warned)"),

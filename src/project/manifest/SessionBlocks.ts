@@ -193,12 +193,7 @@ const lowerScorer = (raw: ReturnType<typeof scorerItem>, index: number, warnings
     case "exit_ok":
       return { type: raw.type, name }
     case "llm_judge":
-      // It needs a model call per task; its eval.jsonl entry says skipped.
-      warnings.push({
-        code: "W-RUN-001",
-        message: `warning: observability.eval.scorers[${index}] (llm_judge) is not run by this runtime; the other scorers are`,
-        path: `observability.eval.scorers[${index}]`
-      })
+      // The capsule's own model grades each task (../../agent/EvalScores.ts).
       return { type: raw.type, name }
     case "max_turns":
       return { type: raw.type, name, max: (raw.max ?? 10) % 4294967296 }
