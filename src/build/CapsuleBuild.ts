@@ -33,10 +33,10 @@ type Yaml = ManifestOutline
 const readYaml = (file: string): Yaml | undefined => Either.getOrUndefined(readManifestOutline(file))
 
 /** A directory with `world.wit` as one guest, or the problem that keeps it from building. */
-const guestAt = (dir: string, name: string, role: "tool" | "driver" | "capsule"): BuildTarget | BuildProblem => {
+const guestAt = (dir: string, name: string, role: "tool" | "driver" | "hook" | "capsule"): BuildTarget | BuildProblem => {
   const entry = findEntry(dir)
   if (entry === undefined) {
-    return { code: "E-BUILD-002", message: `${dir}: world.wit but no entry module (expected tool, driver, capsule or index, .ts or .js)` }
+    return { code: "E-BUILD-002", message: `${dir}: world.wit but no entry module (expected tool, driver, hook, capsule or index, .ts or .js)` }
   }
   const chosen = chooseWorld(readFileSync(join(dir, "world.wit"), "utf8"), role === "capsule" ? "capsule" : role)
   if (chosen === undefined) return { code: "E-BUILD-002", message: `${join(dir, "world.wit")}: declares no world` }
@@ -48,10 +48,12 @@ const guestAt = (dir: string, name: string, role: "tool" | "driver" | "capsule")
       world: chosen.world,
       builder: chosen.builder,
       output: role === "capsule" ? "capsule.wasm" : `${name}.wasm`,
-      role: role === "capsule" ? "capsule" : "tool"
+      role: role === "capsule" || role === "hook" ? role : "tool"
     }
   }
 }
+
+const roleOf = (runtime: unknown): "tool" | "driver" | "hook" => (runtime === "driver" || runtime === "hook" ? runtime : "tool")
 
 const isTarget = (value: BuildTarget | BuildProblem): value is BuildTarget => "guest" in value
 
@@ -70,7 +72,7 @@ export const planCapsuleBuild = (directory: string): BuildPlan => {
   const runtime = manifest["runtime"]
   if (typeof runtime === "string") {
     // An artifact directory of its own.
-    if (existsSync(join(root, "world.wit"))) add(guestAt(root, name, runtime === "driver" ? "driver" : "tool"))
+    if (existsSync(join(root, "world.wit"))) add(guestAt(root, name, roleOf(runtime)))
     else problems.push({ code: "E-BUILD-002", message: `${root}: no world.wit to build from` })
     return { targets, problems }
   }
@@ -87,7 +89,7 @@ export const planCapsuleBuild = (directory: string): BuildPlan => {
     if (!statSync(dir).isDirectory() || !existsSync(join(dir, "world.wit"))) continue
     const own = readYaml(join(dir, "murmur.yaml"))
     const ownName = typeof own?.["name"] === "string" ? own["name"] : artifactName
-    add(guestAt(dir, ownName, artifact["runtime"] === "driver" ? "driver" : "tool"))
+    add(guestAt(dir, ownName, roleOf(artifact["runtime"])))
   }
   // A script capsule's own sources: the capsule component is built last, after its tools.
   if (existsSync(join(root, "world.wit"))) add(guestAt(root, name, "capsule"))

@@ -34,7 +34,7 @@ export interface GuestDir {
   /** The component's file name in `dir` (`<name>.wasm`); its stamp is `.<file>.stamp`. */
   readonly output: string
   /** What it must be runnable as once built. */
-  readonly role: "tool" | "capsule"
+  readonly role: "tool" | "capsule" | "hook"
 }
 
 export interface Built {
@@ -47,7 +47,7 @@ export interface Built {
 /** Bump when the build changes in a way the hashed inputs do not show. */
 const BUILD_REVISION = "ShippedGuests/2"
 
-const ENTRY_NAMES = ["tool", "driver", "capsule", "index", "main"]
+const ENTRY_NAMES = ["tool", "driver", "hook", "capsule", "index", "main"]
 
 /** The conventional entry module of a guest directory, `.ts` before `.js`. */
 export const findEntry = (dir: string): string | undefined => {
@@ -103,7 +103,8 @@ const checkWorld = async (bytes: Uint8Array, guest: GuestDir) => {
   const world = parseWorld(await componentWit(bytes))
   const problems = unsupported(world).map((problem) => problem.message)
   if (!runnableAs(world).includes(guest.role)) {
-    problems.push(`it does not export murmur:${guest.role === "capsule" ? "capsule" : "tool"}/run@0.1.0 (world ${guest.world})`)
+    const expected = guest.role === "hook" ? "murmur:hook/lifecycle@0.8.0" : `murmur:${guest.role === "capsule" ? "capsule" : "tool"}/run@0.1.0`
+    problems.push(`it does not export ${expected} (world ${guest.world})`)
   }
   if (problems.length > 0) throw new Error(problems.join("; "))
 }

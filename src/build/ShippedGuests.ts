@@ -1,6 +1,6 @@
 /**
  * The guests this repository ships as source and builds in `npm run build`: the drivers and
- * the examples' tools. Each lives in a directory with its own `murmur.yaml` (its name), a
+ * the examples' tools and hooks. Each lives in a directory with its own `murmur.yaml` (its name), a
  * `world.wit` and its JS; the component is written next to them as `<name>.wasm` (git-ignored)
  * with a stamp of everything it was built from (`.<name>.wasm.stamp`), so an unchanged guest is
  * not rebuilt, and is checked to be one this runtime's loader accepts (./GuestBuild.ts).
@@ -27,6 +27,9 @@ export const shippedGuests: ReadonlyArray<ShippedGuest> = [
   { dir: "drivers/scripted", entry: "driver.js", world: "driver", builder: quickJs },
   { dir: "examples/hello/artifacts/greet", entry: "tool.js", world: "tool", builder: quickJs },
   { dir: "examples/script", entry: "capsule.js", world: "capsule", builder: quickJs },
+  { dir: "examples/reopen/artifacts/verifier", entry: "hook.js", world: "hook", builder: quickJs },
+  { dir: "examples/memory/artifacts/recall", entry: "hook.js", world: "hook", builder: quickJs },
+  { dir: "examples/memory/artifacts/keep", entry: "hook.js", world: "hook", builder: quickJs },
   { dir: "drivers/openai", entry: "driver.js", world: "driver", builder: starlingMonkey }
 ]
 
@@ -47,7 +50,7 @@ export const shippedGuestDir = (guest: ShippedGuest): GuestDir => {
     world: guest.world,
     builder: guest.builder,
     output: isArtifact ? `${own.name}.wasm` : "capsule.wasm",
-    role: isArtifact ? "tool" : "capsule"
+    role: own.runtime === "hook" ? "hook" : isArtifact ? "tool" : "capsule"
   }
 }
 
