@@ -29,6 +29,7 @@ import { systemPrompt } from "./DriverProtocol.js"
 import type { ToolDefinition } from "../project/ToolDefinition.js"
 import { stageAgentWorkdir } from "./Staging.js"
 import { submitPlanDefinition } from "./SubmitPlan.js"
+import { cgroupWarning } from "../shell/containment/CgroupProbe.js"
 import { type HookEntry, loadHooks } from "../hooks/HookEntry.js"
 import type { CompactionSettings } from "./Compaction.js"
 
@@ -212,6 +213,8 @@ export const prepareAgent = (project: CapsuleProject, options: AgentLaunchOption
     const { skills } = staged
     const tools = yield* loadTools(project, context, deadlineSeconds, warnings)
     const hooks = yield* loadHooks(project, context, warnings)
+    const cgroups = cgroupWarning(Object.keys(manifest.capabilities.resources ?? {}).filter((key) => key.startsWith("cgroup_")))
+    if (cgroups !== undefined) warnings.push(cgroups)
     const compaction = yield* compactionOf(project, inference)
     const prompt = yield* resolvePrompt(project, inference, skills)
     const shellCaps = manifest.capabilities.shell

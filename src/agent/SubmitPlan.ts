@@ -14,7 +14,6 @@ import type { ToolDefinition } from "../project/ToolDefinition.js"
 import type { CapsuleFailure } from "../services/Capsule.js"
 import { mintId } from "../services/Ids.js"
 import type { ToolCall } from "./DriverProtocol.js"
-import type { Dispatched } from "./ToolDispatch.js"
 
 export const SUBMIT_PLAN = "submit-plan"
 export const MAX_PLAN_STEPS = 32
@@ -102,8 +101,8 @@ interface StepOutcome {
 }
 
 export interface PlanEnv {
-  /** Dispatches one step as a call of the turn. */
-  readonly runStep: (call: ToolCall) => Effect.Effect<Dispatched, CapsuleFailure>
+  /** Dispatches one step as a call of the turn: its result and the text the model read of it. */
+  readonly runStep: (call: ToolCall) => Effect.Effect<{ readonly result: ToolResultData; readonly text: string }, CapsuleFailure>
   readonly record: (eventType: string, fields: Readonly<Record<string, unknown>>) => Effect.Effect<void, CapsuleFailure>
   readonly taskId: string
 }

@@ -14,6 +14,7 @@ const enforced = (by: string): Disposition => ({ kind: "enforced", by })
 const warned = (consequence: string): Disposition => ({ kind: "warned", consequence })
 const refused = (by: string): Disposition => ({ kind: "refused", by })
 
+const CGROUPS = "cgroup limits are not applied by this runtime (the launch says what the host's cgroup v2 probe found: src/shell/containment/CgroupProbe.ts)"
 const INERT_ON_ENTRY = "is inert on an artifact entry: the grant applies capsule-wide only"
 
 /** Keys of the `capabilities:` block on an artifact entry, relative to `artifacts[].capabilities`. */
@@ -85,10 +86,10 @@ const CAPABILITIES: Readonly<Record<string, Disposition>> = {
   "resources.cpu_seconds": enforced("src/shell/containment (RLIMIT_CPU)"),
   "resources.memory_bytes": enforced("src/shell/containment (RLIMIT_AS)"),
   "resources.tmp_bytes": enforced("src/shell/containment (tmpfs size of the sealed /tmp and /dev/shm)"),
-  "resources.cgroup_memory_bytes": warned("cgroup limits are not applied by this runtime"),
-  "resources.cgroup_pids_max": warned("cgroup limits are not applied by this runtime"),
-  "resources.cgroup_cpu_percent": warned("cgroup limits are not applied by this runtime"),
-  "resources.cgroup_io_bytes_per_sec": warned("cgroup limits are not applied by this runtime"),
+  "resources.cgroup_memory_bytes": warned(CGROUPS),
+  "resources.cgroup_pids_max": warned(CGROUPS),
+  "resources.cgroup_cpu_percent": warned(CGROUPS),
+  "resources.cgroup_io_bytes_per_sec": warned(CGROUPS),
   "resources.workdir_max_bytes": enforced("src/shell/WorkdirQuota.ts (agent capsules: walked every 10 s and before each command; past it the session ends, E-RUN-013; a script capsule warns)"),
   "state": warned("capsule-wide it is inert (the reference's W-SEC-014): a state store is granted on an artifact entry"),
   "state.store": warned("capsule-wide it is inert (the reference's W-SEC-014); this runtime gives no state preopen"),
