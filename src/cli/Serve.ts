@@ -8,6 +8,8 @@ import type { ServeError } from "@effect/platform/HttpServerError"
 import { Console, Effect, Either, Layer, Option } from "effect"
 import { CapsuleRuntime, Door, DoorAddress, SessionIdentity } from "../index.js"
 import { prepareDirectory } from "../layers/Directory.js"
+import { HostEnvironment } from "../layers/Host.js"
+import { registerSession } from "../layers/LocalSessions.js"
 import { serveFleet } from "./ServeFleet.js"
 import { withStore } from "./StoreFlag.js"
 import { parseStore, type StoreSpec } from "../layers/Store.js"
@@ -29,18 +31,20 @@ const runnerCapacity = integerFlag("runner-capacity", {
 const sessions = integerFlag("sessions", { min: 1, placeholder: "N", description: "With --cluster: sessions per capsule directory (default 1)" }).pipe(Options.withDefault(1))
 const { authToken, cardSigningKey, cardSigningKid, grpcPort, host, json, keepSessions, port, pushAllow, store, tokensFile, workdir, acceptance } = Flags
 
-/** Serves `session` until interrupted, after the listening line(s). */
+/** Serves `session` until interrupted, after the listening line(s); listed for `ps` meanwhile. */
 const announce = <E, R>(
   session: Layer.Layer<CapsuleRuntime.Session | Door.DoorConfig | DoorAddress, E, R>,
   json: boolean,
   extra: Record<string, string>,
-  credentials: Door.Credentials
+  credentials: Door.Credentials,
+  directory: string | undefined
 ) =>
   Effect.gen(function*() {
     const identity = yield* SessionIdentity
     const { grpc } = yield* DoorAddress
     if (credentials.tokensFile !== undefined) yield* reloadOnHangup(credentials)
     yield* warnPublicDoor
+    yield* registerSession({ command: "serve", directory })
     if (json) {
       yield* Console.log(JSON.stringify({ event: "listening", url: identity.url, ...(grpc === undefined ? {} : { grpc }), session_id: identity.sessionId, ...extra }))
     } else {
@@ -106,8 +110,8 @@ export const serveCommand = Command.make("serve", {
       onNone: () => Layer.empty,
       onSome: (grpcPort) => Door.layerGrpc({ ...door, port: grpcPort })
     })
-    const served = <E, R>(layer: Layer.Layer<CapsuleRuntime.Session, E, R>, chosen: DoorPort, extra: Record<string, string>) =>
-      announce(Door.layer(layer, door).pipe(Layer.provide(Layer.merge(Door.layerServer({ ...door, port: chosen.port }), grpc))), options.json, extra, credentials).pipe(
+    const served = <E, R>(layer: Layer.Layer<CapsuleRuntime.Session, E, R>, chosen: DoorPort, extra: Record<string, string>, directory?: string) =>
+      announce(Door.layer(layer, door).pipe(Layer.provide(Layer.merge(Door.layerServer({ ...door, port: chosen.port }), grpc))), options.json, extra, credentials, directory).pipe(
         Effect.catchTag("ServeError", (error) => Flags.reportLaunchFailure("E-RUN-010", bindFailureMessage(options.host, chosen, error as ServeError), options.json)),
         Effect.catchTag("GrpcBindError", (error) =>
           Flags.reportLaunchFailure("E-RUN-010", grpcBindFailureMessage(error as Door.GrpcBindError), options.json))
@@ -139,8 +143,8 @@ export const serveCommand = Command.make("serve", {
       const prepared = yield* prepareDirectory(directory, { ...session, workdir: fromFlag, keepSessions: fromFlag === undefined ? options.keepSessions : undefined })
       for (const note of prepared.notes) yield* Console.error(note)
       const chosen = doorPort(options.port, prepared.project.manifest.network)
-      return yield* served(prepared.layer, chosen, { workdir: prepared.workdir, records: prepared.records }).pipe(
+      return yield* served(prepared.layer, chosen, { workdir: prepared.workdir, records: prepared.records }, directory).pipe(
         Effect.catchTag("TraceWriteFailed", (error) => Flags.reportLaunchFailure(error.code, error.message, options.json, prepared.workdir))
       )
     }).pipe(withStore(spec.right, directory), (effect) => Flags.launching(effect, options.json, 1))
-  })).pipe(Command.withDescription("Serve a capsule over the A2A door (the built-in echo capsule without a directory)"))
+  }).pipe(Effect.provide(HostEnvironment.layer))).pipe(Command.withDescription("Serve a capsule over the A2A door (the built-in echo capsule without a directory)"))

@@ -3,15 +3,18 @@
  * answers `inference.api_key: ${VAR}`) and reports what it found: each warning as
  * `warning[CODE]: message` and the refusal as `error[CODE]: message` on stderr, or one JSON
  * object `{ok, errors, warnings}` on stdout with `--json`. Every problem is reported in one pass:
- * the manifest's parse, and the files and grants it implies (./ValidateChecks.ts). Exit 1 on
- * any error, and on any warning with `--strict`. A tool or driver directory (its `murmur.yaml`
- * has `runtime:`) is checked as an artifact manifest.
+ * the manifest's parse, the files and grants it implies (./ValidateChecks.ts), and, once those
+ * pass, what a launch on this host would warn or refuse (../layers/LaunchCheck.ts), so that
+ * `--strict` fails wherever `serve` would warn. Exit 1 on any error, and on any warning with
+ * `--strict`. A tool or driver directory (its `murmur.yaml` has `runtime:`) is checked as an
+ * artifact manifest.
  */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Either } from "effect"
 import { join } from "node:path"
 import { HostEnvironment } from "../layers/Host.js"
+import { launchCheck } from "../layers/LaunchCheck.js"
 import { isAgentCapsule, parseManifest } from "../project/Manifest.js"
 import { parseArtifactManifest } from "../project/manifest/ArtifactManifest.js"
 import { MANIFEST_FILENAME } from "../project/manifest/ManifestError.js"
@@ -69,6 +72,13 @@ export const validateDirectory = (dir: string, text: string, env: Readonly<Recor
   }
 }
 
+/** A capsule that passed adds what its launch here would say; an artifact directory, or one with errors already, does not. */
+const withLaunchCheck = (dir: string, text: string, verdict: Validation, env: Readonly<Record<string, string | undefined>>) =>
+  !verdict.ok || isArtifactManifest(text) ? Effect.succeed(verdict) : Effect.map(launchCheck(dir, text, env), (launch): Validation => {
+    const ok = launch.errors.length === 0
+    return { ok, errors: launch.errors, warnings: [...verdict.warnings, ...launch.warnings], ...(ok && verdict.summary !== undefined ? { summary: verdict.summary } : {}) }
+  })
+
 /** Reads the manifest file; a missing or unreadable file is itself the error (E-IO-001, E-IO-003). */
 const readManifest = (path: string) =>
   Effect.gen(function*() {
@@ -94,7 +104,7 @@ export const validateCommand = Command.make("validate", { dir, json, strict }, (
     const text = yield* readManifest(path)
     const result: Validation = Either.isLeft(text)
       ? { ok: false, errors: [text.left], warnings: [] }
-      : validateDirectory(dir, text.right, host.env, path)
+      : yield* withLaunchCheck(dir, text.right, validateDirectory(dir, text.right, host.env, path), host.env)
     if (json) {
       yield* Console.log(JSON.stringify({ ok: result.ok, errors: result.errors, warnings: result.warnings }))
     } else {

@@ -1,8 +1,8 @@
 /**
  * An agent capsule's session (a manifest with `inference:`): the agent loop behind the door, one
  * task at a time, with its shell, trace, export planes, conversations and delegation launcher
- * wired here (`serve` and `run` only call it). The manifest's `lifecycle:` decides task acceptance (`queue` when the
- * block is absent: a service keeps taking tasks), the queue depth and the request-input timeout;
+ * wired here (`serve` and `run` only call it). The manifest's `lifecycle:` decides task acceptance (`queue` when
+ * `task_acceptance` is absent, block or no block: a service keeps taking tasks), the queue depth and the request-input timeout;
  * the session's `trace.jsonl` is written in its records (outside the workdir) under `trace.capture`. `serve` is the
  * long-lived form: it keeps serving after each task whatever `after_task` says (`run` is the
  * one-task form that honours it).
@@ -26,7 +26,7 @@ import { layerServer, serveDoor } from "./DoorServer.js"
 import { type Options, withCapsule } from "./Session.js"
 import { TelemetryLive } from "./Telemetry.js"
 import type { CapsuleProject } from "../project/CapsuleProject.js"
-import { effectiveTraceCapture, type Lifecycle } from "../project/Manifest.js"
+import { effectiveLifecycle, effectiveTraceCapture, type Lifecycle } from "../project/Manifest.js"
 import { parseAllowList } from "../project/NetworkPolicy.js"
 import { Shell } from "../shell/Shell.js"
 import { makeShellEgress, ShellEgress } from "../shell/egress/ShellEgress.js"
@@ -73,7 +73,7 @@ export const agentKind = (project: CapsuleProject, options: AgentKindOptions) =>
     const { manifest } = project
     const maxTtlSecs = yield* effectiveMaxTtl(manifest.exports, prepared.lifecycle)
     yield* checkExportRoots(prepared.workdir, manifest.exports)
-    const acceptance = options.acceptance?.door ?? manifest.lifecycle?.taskAcceptance ?? "queue"
+    const acceptance = options.acceptance?.door ?? effectiveLifecycle(manifest).taskAcceptance
     const session: Options = {
       ...options,
       sessionId: prepared.sessionId,
@@ -188,7 +188,7 @@ export const agentSession = (project: CapsuleProject, options: AgentSessionOptio
     const door = {
       host: options.host,
       port: options.port,
-      acceptance: options.acceptance?.door ?? project.manifest.lifecycle?.taskAcceptance ?? "queue",
+      acceptance: options.acceptance?.door ?? effectiveLifecycle(project.manifest).taskAcceptance,
       maxBodyBytes: options.maxBodyBytes,
       authToken: options.authToken,
       credentials: options.credentials,

@@ -16,6 +16,7 @@ export { defaultKeepSessions } from "../records/SessionRetention.js"
 import { mintId } from "../services/Ids.js"
 import { agentKind } from "./AgentSession.js"
 import { HostEnvironment } from "./Host.js"
+import { crashedSessions } from "./LocalSessions.js"
 import type { Options } from "./Session.js"
 import { scriptKind } from "./ScriptSession.js"
 
@@ -78,7 +79,8 @@ const sessionFor = (directory: string, name: string, version: string, options: D
 /**
  * Loads `directory`, takes its session id (the store's, else a new one unless given) and prunes
  * older session workdirs: what every launch of a directory does first, `run` included. `notes`
- * are the lines for the operator.
+ * are the lines for the operator, a session of the directory that crashed since the last start
+ * first (./LocalSessions.ts).
  */
 export const loadDirectory = (directory: string, options: DirectoryOptions = {}) =>
   Effect.gen(function*() {
@@ -86,12 +88,14 @@ export const loadDirectory = (directory: string, options: DirectoryOptions = {})
     const loaded = options.loaded ?? (yield* loadAnyProject(directory, host.env))
     const session = yield* sessionFor(directory, loaded.project.manifest.name, loaded.project.manifest.version, options)
     const sessionId = session.sessionId
+    // A session of this directory that never ended (crashed, or killed) is said first.
+    const crashed = yield* crashedSessions(loaded.project.directory, sessionId)
     const notes = options.workdir === undefined && options.keepSessions !== undefined
       ? yield* keepNewest(loaded.project.directory, options.keepSessions, sessionId)
       : []
     const retain = loaded.project.manifest.trace?.retain
     const traces = retain === undefined ? [] : yield* retainTraces(loaded.project.directory, retain, sessionId)
-    return { loaded, sessionId, journal: session.journal, hostEnv: host.env, notes: [...session.notes, ...notes, ...traces] }
+    return { loaded, sessionId, journal: session.journal, hostEnv: host.env, notes: [...crashed, ...session.notes, ...notes, ...traces] }
   })
 
 /**

@@ -27,6 +27,7 @@ import { callerSpan } from "../services/Tracing.js"
 import { prepareScript, runScriptOnce } from "../script/ScriptLaunch.js"
 import { agentSession, type AgentSessionOptions } from "./AgentSession.js"
 import { publicDoorWarning } from "./DoorWarning.js"
+import { registerSession } from "./LocalSessions.js"
 
 /** The reference's `MURMUR_A2A_TIMEOUT_SECS` default. */
 export const defaultIdleTimeoutSecs = 30
@@ -154,6 +155,8 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions, prin
         records,
         doorWarning: yield* publicDoorWarning
       })
+      // Listed for `ps` (and `stop`) while the run lasts.
+      yield* registerSession({ command: "run", directory: project.directory })
       const outcome: RunOutcome = yield* (yield* SessionLifecycle).runOnce({
         task: local,
         idle: Duration.seconds(options.idleTimeoutSecs),
@@ -166,7 +169,7 @@ export const agentRun = (project: CapsuleProject, options: AgentRunOptions, prin
       if (outcome._tag === "Idle") return outcome
       yield* (yield* ChildReport).settled(outcome.task)
       return outcome
-    })
+    }).pipe(Effect.scoped)
 
     const outcome = yield* session.pipe(
       (effect) => parentTrace === undefined ? effect : Effect.withParentSpan(effect, parentTrace),

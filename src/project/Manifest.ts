@@ -12,7 +12,7 @@ import type { Node } from "yaml"
 import { ArtifactEntry, artifactSpec, checkArtifact, lowerArtifact } from "./manifest/ArtifactEntry.js"
 import { Capabilities, capabilitiesSpec, checkGrantShapes, lowerCapabilities } from "./manifest/Capabilities.js"
 import { checkInferenceArtifacts, InferenceConfig, inferenceSpec, lowerInference } from "./manifest/Inference.js"
-import { Lifecycle, lifecycleSpec, lowerLifecycle } from "./manifest/Lifecycle.js"
+import { Lifecycle, lifecycleSpec, lifecycleWarnings, lowerLifecycle } from "./manifest/Lifecycle.js"
 import {
   invalidCapability,
   invalidRecordStore,
@@ -140,6 +140,8 @@ const read = (options: ParseManifestOptions) => (ctx: ReadContext, root: Node | 
   checkGrantShapes(capabilities)
   const artifacts = lowered.map(({ config, entry }) => checkArtifact(ctx, entry, config))
   warnings.push(...notActedOnWarnings(raw, inference?.transport))
+  // How an agent capsule takes tasks (a script capsule takes them as the door's flags say).
+  if (inference !== undefined && blocks.lifecycle !== undefined) warnings.push(...lifecycleWarnings(blocks.lifecycle))
   const murVersion = nonBlank(raw.mur_version)
   const manifest: CapsuleManifest = {
     name,

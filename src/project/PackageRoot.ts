@@ -32,3 +32,9 @@ export const packageRoot = (): string => (root ??= find())
 
 /** A file of the package, by its path from the package's directory. */
 export const packageFile = (...path: ReadonlyArray<string>): string => join(packageRoot(), ...path)
+
+let version: string | undefined
+
+/** The package's version, from its package.json. */
+export const packageVersion = (): string =>
+  (version ??= String((JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version?: unknown }).version))

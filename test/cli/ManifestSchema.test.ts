@@ -5,7 +5,7 @@
  * every shipped example and every capsule manifest `new` writes, while refusing typos and
  * out-of-range values (so the acceptance means something).
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { tmpdir } from "node:os"
 import { parse } from "yaml"
@@ -67,18 +67,25 @@ describe("the schema accepts what runs", () => {
   })
 
   it.each(["agent", "script"] as const)("the %s template's manifest, which starts with a modeline that resolves", (kind) => {
-    const dir = join(tmpdir(), `manifest-schema-${kind}`)
+    // A project that depends on the package: the modeline points into its node_modules, relatively.
+    const project = mkdtempSync(join(tmpdir(), `manifest-schema-${kind}-`))
+    mkdirSync(join(project, "node_modules", "capsule-runtime", "schema"), { recursive: true })
+    writeFileSync(join(project, "node_modules", "capsule-runtime", SCHEMA_PATH), manifestSchemaText())
+    const dir = join(project, "agents", `my-${kind}`)
     const modeline = schemaModeline(dir)
     const manifest = templateFiles(kind, `my-${kind}`, modeline).find(([path]) => path === "murmur.yaml")![1]
     expect(manifest.split("\n")[0]).toBe(modeline.trimEnd())
     expect(problemsOf(manifest)).toEqual([])
     const target = modeline.trimEnd().replace("# yaml-language-server: $schema=", "")
+    expect(target).toBe(`../../node_modules/capsule-runtime/${SCHEMA_PATH}`)
     expect(readFileSync(resolve(dir, target), "utf8")).toBe(manifestSchemaText())
+    rmSync(project, { recursive: true, force: true })
   })
 
-  it("a capsule inside the package gets a relative modeline, one elsewhere the absolute path", () => {
+  it("the modeline is never an absolute path: relative inside the package, else the published schema of this version", () => {
     expect(schemaModeline(join(repo, "my-agent"))).toBe(`# yaml-language-server: $schema=../${SCHEMA_PATH}\n`)
-    expect(schemaModeline(join(dirname(repo), "elsewhere"))).toBe(`# yaml-language-server: $schema=${join(repo, SCHEMA_PATH)}\n`)
+    const version = JSON.parse(read("package.json")).version
+    expect(schemaModeline(join(dirname(repo), "elsewhere"))).toBe(`# yaml-language-server: $schema=https://unpkg.com/capsule-runtime@${version}/${SCHEMA_PATH}\n`)
   })
 
   it("and refuses a misspelled key, a wrong type, an out-of-range port and a refused key", () => {

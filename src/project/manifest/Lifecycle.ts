@@ -2,9 +2,13 @@
  * The `lifecycle:` block (spec §1.5, door spec §5.5): how many tasks a session accepts and what
  * it does after one. Read as the reference's serde struct — snake_case unit enums, unsigned
  * integers — with no further rule: every value that reads is accepted, and an absent key takes
- * the reference's default. An absent block reads as every default (`effectiveLifecycle`).
+ * its default, whatever the other keys say. An absent block reads as every default
+ * (`effectiveLifecycle`). One default is this runtime's own: `task_acceptance` is `queue` (the
+ * reference's is `single`), so declaring any other key never changes how tasks are accepted.
+ * Combinations where one key undoes another are warned (`lifecycleWarnings`).
  */
 import { Schema } from "effect"
+import type { ManifestWarning } from "./ManifestError.js"
 import { type Decoded, optUint, optVariant } from "./YamlReader.js"
 
 export const TaskAcceptance = Schema.Literal("none", "single", "queue")
@@ -38,7 +42,8 @@ export const Lifecycle = Schema.Struct({
 export type Lifecycle = typeof Lifecycle.Type
 
 export const DEFAULT_LIFECYCLE: Lifecycle = {
-  taskAcceptance: "single",
+  // Not the reference's `single`: a served capsule keeps taking tasks, block or no block.
+  taskAcceptance: "queue",
   afterTask: "exit",
   queueDepth: 1,
   conversation: "stateless",
@@ -86,3 +91,31 @@ export const effectiveLifecycle = (manifest: { readonly lifecycle?: Lifecycle })
  */
 export const receivesBackgroundTasks = (lifecycle: Lifecycle): boolean =>
   lifecycle.taskAcceptance === "queue" && lifecycle.afterTask === "sleep"
+
+/**
+ * The combinations in which one lifecycle key undoes another: `W-LIFECYCLE`, which `validate
+ * --strict` fails on and `serve` and `run` print. Under `single` a threaded conversation never
+ * gets its second turn (every later task is refused "capsule is busy"), and `after_task: sleep`
+ * keeps a session only under `queue`.
+ */
+export const lifecycleWarnings = (lifecycle: Lifecycle): ReadonlyArray<ManifestWarning> => {
+  const warnings: Array<ManifestWarning> = []
+  const acceptance = lifecycle.taskAcceptance
+  if (lifecycle.conversation === "threaded" && acceptance === "single") {
+    warnings.push({
+      code: "W-LIFECYCLE",
+      message: "lifecycle.conversation: threaded under task_acceptance: single: the session takes one task, so a conversation's " +
+        "second turn is refused ('capsule is busy'); declare task_acceptance: queue (the default) to continue conversations",
+      path: "lifecycle.task_acceptance"
+    })
+  }
+  if (lifecycle.afterTask === "sleep" && acceptance !== "queue") {
+    warnings.push({
+      code: "W-LIFECYCLE",
+      message: `lifecycle.after_task: sleep has no effect under task_acceptance: ${acceptance}: run ends after its task, as under exit; ` +
+        "sleep keeps a session taking tasks only under task_acceptance: queue (the default)",
+      path: "lifecycle.after_task"
+    })
+  }
+  return warnings
+}

@@ -50,7 +50,9 @@ export const ManifestWarningCode = Schema.Literal(
   /** an `observability.eval` scorer of a type nobody knows, skipped (uncoded upstream) */
   "W-EVAL-SCORER",
   /** a recognized key this runtime validates but does not act on yet (this runtime's own code) */
-  "W-RUN-001"
+  "W-RUN-001",
+  /** lifecycle keys of which one undoes another (threaded under single, sleep without queue; this runtime's own code) */
+  "W-LIFECYCLE"
 )
 export type ManifestWarningCode = typeof ManifestWarningCode.Type
 
