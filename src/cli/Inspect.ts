@@ -34,7 +34,7 @@ export const inspectCommand = Command.make("inspect", { file, json }, ({ file, j
         "exports:",
         ...world.exports.map((name) => `  ${name}`),
         runnable
-          ? `runnable: yes, as ${roles.map((role) => role === "capsule" ? "a script capsule" : "a tool or driver").join(" and ")}`
+          ? `runnable: yes, as ${roles.map((role) => role === "capsule" ? "a script capsule" : role === "hook" ? "a hook" : "a tool or driver").join(" and ")}`
           : "runnable: no",
         ...problems.map((problem) => `  ${problem}`),
         ...(problems.length === 0 && roles.length === 0 ? [`  it exports neither ${runExports[0]} nor ${runExports[1]}`] : [])

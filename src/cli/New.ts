@@ -1,5 +1,5 @@
 /**
- * `new <agent|tool|script> <dir>`: writes a template (./Templates.ts) into a new or empty
+ * `new <agent|tool|hook|script> <dir>`: writes a template (./Templates.ts) into a new or empty
  * directory and prints the commands that build, check and run it.
  */
 import { Args, Command } from "@effect/cli"
@@ -11,7 +11,7 @@ import { choiceArg } from "./Flags.js"
 import { invocation } from "./Invocation.js"
 import { schemaModeline, templateFiles, type TemplateKind } from "./Templates.js"
 
-const kind = choiceArg<TemplateKind>("agent|tool|script", ["agent", "tool", "script"], "agent: a driver, a tool and a shell grant; tool: a TypeScript murmur:tool; script: a murmur:capsule run()")
+const kind = choiceArg<TemplateKind>("agent|tool|hook|script", ["agent", "tool", "hook", "script"], "agent: a driver, a tool and a shell grant; tool: a TypeScript murmur:tool; hook: a TypeScript murmur:hook (a verifier); script: a murmur:capsule run()")
 const dir = Args.text({ name: "dir" }).pipe(Args.withDescription("Where to create it (must not exist, or be empty)"))
 
 /** A manifest name from the directory: lower case, letters, digits and dashes. */

@@ -3,29 +3,51 @@
  * written. The agent's driver is a copy of the shipped scripted driver (so the capsule is
  * self-contained and needs no model or key); the script capsule is a copy of `examples/script`.
  */
-import { readFileSync } from "node:fs"
-import { isAbsolute, join, relative } from "node:path"
+import { existsSync, readFileSync } from "node:fs"
+import { dirname, isAbsolute, join, relative, resolve } from "node:path"
 import { repoRoot } from "../build/GuestWit.js"
+import { packageVersion } from "../project/PackageRoot.js"
 import { SCHEMA_PATH } from "../project/manifest/ManifestSchema.js"
 
-export type TemplateKind = "agent" | "tool" | "script"
+export type TemplateKind = "agent" | "tool" | "hook" | "script"
 
 /** Relative path → contents. */
 export type TemplateFiles = ReadonlyArray<readonly [string, string]>
 
 const shipped = (path: string) => readFileSync(join(repoRoot, path), "utf8")
 
+/** Where the published package's schema is: unpkg.com serves every file of every npm release. */
+export const publishedSchemaUrl = (version: string) => `https://unpkg.com/capsule-runtime@${version}/${SCHEMA_PATH}`
+
+const within = (parent: string, child: string) => {
+  const path = relative(parent, child)
+  return path !== "" && !path.startsWith("..") && !isAbsolute(path)
+}
+
 /**
- * The editor's pointer to the manifest's JSON Schema, as yaml-language-server reads it (a path
- * relative to the YAML file, or an absolute one). Inside this package's tree (a checkout, the
- * tutorial) the path is relative, so it survives moving the tree; elsewhere it is the installed
- * package's absolute path, which survives moving the capsule. docs/manifest.md says how to change it.
+ * A copy of the schema in the capsule's own tree: this package's, when the capsule is inside it
+ * (a checkout, the tutorial), else a `node_modules/capsule-runtime/` above the capsule (a project
+ * that depends on the package).
+ */
+const schemaInTree = (capsuleDir: string): string | undefined => {
+  if (within(repoRoot, capsuleDir)) return join(repoRoot, SCHEMA_PATH)
+  for (let directory = capsuleDir; ; directory = dirname(directory)) {
+    const installed = join(directory, "node_modules", "capsule-runtime", SCHEMA_PATH)
+    if (existsSync(installed)) return installed
+    if (dirname(directory) === directory) return undefined
+  }
+}
+
+/**
+ * The editor's pointer to the manifest's JSON Schema, as yaml-language-server reads it. Never an
+ * absolute path of this installation, which means nothing on another machine: a path relative to
+ * the capsule when its tree holds a copy (so it survives moving the tree and committing it), else
+ * the published package's schema for this version. docs/manifest.md says how to change it.
  */
 export const schemaModeline = (capsuleDir: string): string => {
-  const schema = join(repoRoot, SCHEMA_PATH)
-  const fromPackage = relative(repoRoot, capsuleDir)
-  const inside = fromPackage !== "" && !fromPackage.startsWith("..") && !isAbsolute(fromPackage)
-  return `# yaml-language-server: $schema=${inside ? relative(capsuleDir, schema).split("\\").join("/") : schema}\n`
+  const local = schemaInTree(resolve(capsuleDir))
+  const target = local === undefined ? publishedSchemaUrl(packageVersion()) : relative(resolve(capsuleDir), local).split("\\").join("/")
+  return `# yaml-language-server: $schema=${target}\n`
 }
 
 const toolFiles = (name: string): TemplateFiles => [
@@ -131,6 +153,61 @@ inference:
               text: "Done: the shout tool shouted \\"{{task}}\\" and the shell echoed."
 `
 
+const hookFiles = (name: string): TemplateFiles => [
+  ["murmur.yaml", `# ${name}: a hook (murmur:hook/lifecycle@0.8.0), called at the agent loop's lifecycle points.
+# Its contract: binding (one of the nine; absent: every event but on-stage), execution_mode
+# (blocking or async) and commit_policy (what of its answer the runtime commits). This one is a
+# verifier: at on-task-end it reads the task's answer and sends the task back (reopen-task) when
+# the answer is empty. Grant it task_io.read on its entry in the capsule's manifest:
+#   - name: ${name}
+#     runtime: hook
+#     source: <this directory>
+#     capabilities: { task_io: { read: true } }
+# Build it with \`capsule-runtime build <dir>\`; docs/agents.md, "Hooks", says the rest.
+name: ${name}
+version: 0.1.0
+runtime: hook
+binding: on-task-end
+commit_policy: reopen-task
+description: Sends a task back when its answer is empty.
+`],
+  ["world.wit", `// The hook's world: what it imports (task-io, to read the task's answer) and its export.
+// The other hook imports: murmur:runtime/inference@0.3.0 (one completion through the capsule's
+// driver), murmur:runtime/tokens@0.3.0, murmur:conversation/read@0.1.0.
+package capsule-runtime-new:${name};
+
+world hook {
+  import murmur:task-io/read@0.1.0;
+  export murmur:hook/lifecycle@0.8.0;
+}
+`],
+  ["hook.ts", `// ${name}: a murmur:hook/lifecycle guest in TypeScript (types are erased at build time). A hook
+// bound to one event exports only that function (the runtime calls no other); one without a
+// binding exports all nine but onStage. Each answers a hook-output ({ tag: "none" } leaves the
+// session as it is); an exception is the hook's err, traced as a fault, and the session goes on.
+import taskio from "murmur:task-io/read@0.1.0"
+
+type HookOutput = { tag: "none" } | { tag: "reopen-task"; val: string }
+const none: HookOutput = { tag: "none" }
+
+const answer = (): string => {
+  try {
+    return taskio.readOutput(0, 65536)
+  } catch {
+    // not-granted (no task_io.read on the entry) or no-output
+    return ""
+  }
+}
+
+export const lifecycle = {
+  onTaskEnd(event: { taskId: string; exitStatus: string }): HookOutput {
+    if (event.exitStatus !== "ok") return none
+    return answer().trim() === "" ? { tag: "reopen-task", val: "the answer was empty; answer the task" } : none
+  }
+}
+`]
+]
+
 const scriptManifest = (name: string) =>
   shipped("examples/script/murmur.yaml").replace(/^name: script$/m, `name: ${name}`).replaceAll("examples/script", name)
 
@@ -142,6 +219,8 @@ export const templateFiles = (kind: TemplateKind, name: string, modeline: string
   switch (kind) {
     case "tool":
       return toolFiles(name)
+    case "hook":
+      return hookFiles(name)
     case "script":
       return [["murmur.yaml", modeline + scriptManifest(name)], ["world.wit", shipped("examples/script/world.wit")], ["capsule.js", shipped("examples/script/capsule.js")]]
     case "agent":

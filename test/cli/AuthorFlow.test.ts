@@ -11,7 +11,8 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
 import { assembleWit } from "../../src/build/GuestWit.js"
-import { runCli } from "../lib/CapsuleDirs.js"
+import { endTurn, ofType, traceLines } from "../lib/AgentE2E.js"
+import { exitEvent, makeAgentCapsuleDir, runCli } from "../lib/CapsuleDirs.js"
 
 const repo = new URL("../..", import.meta.url).pathname
 const templatesDigest = createHash("sha256")
@@ -25,7 +26,7 @@ const dir = (kind: string) => join(root, `my-${kind}`)
 
 beforeAll(async () => {
   mkdirSync(root, { recursive: true })
-  await Promise.all(["agent", "tool", "script"].map(async (kind) => {
+  await Promise.all(["agent", "tool", "hook", "script"].map(async (kind) => {
     if (!existsSync(join(dir(kind), "murmur.yaml"))) {
       const made = await runCli(["new", kind, dir(kind)])
       expect(made.code, made.stderr).toBe(0)
@@ -58,6 +59,20 @@ describe("new + build + validate + run", () => {
     const inspected = await runCli(["inspect", join(dir("tool"), "my-tool.wasm")])
     expect(inspected.code).toBe(0)
     expect(inspected.stdout).toContain("runnable: yes, as a tool or driver")
+  })
+
+  it("a TypeScript hook template builds into a hook that sends an empty answer back once", async () => {
+    const inspected = await runCli(["inspect", join(dir("hook"), "my-hook.wasm")])
+    expect(inspected.stdout).toContain("runnable: yes, as a hook")
+    const capsule = await makeAgentCapsuleDir({ driverConfig: { replies: [endTurn(" "), endTurn("now an answer")] } })
+    const manifest = readFileSync(join(capsule, "murmur.yaml"), "utf8").replace("\ninference:\n",
+      `\n  - name: my-hook\n    runtime: hook\n    source: ${dir("hook")}\n    local_source: true\n    capabilities: { task_io: { read: true } }\ninference:\n`)
+    writeFileSync(join(capsule, "murmur.yaml"), manifest)
+    const run = await runCli(["run", capsule, "--task", "say something", "--json"])
+    expect(run.code, run.stderr).toBe(0)
+    const reopened = ofType(traceLines(exitEvent(run).records), "task_reopened")
+    rmSync(capsule, { recursive: true, force: true })
+    expect(reopened).toEqual([expect.objectContaining({ hook_name: "my-hook", reason: "the answer was empty; answer the task" })])
   })
 
   it("build is incremental: an unchanged guest is up to date, one line per guest", async () => {

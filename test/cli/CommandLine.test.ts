@@ -39,7 +39,7 @@ const runCli = async (args: ReadonlyArray<string>, plain = true): Promise<Printe
   return { out: out.join("\n"), err: err.join("\n"), exit }
 }
 
-const COMMANDS = ["serve", "run", "new", "build", "inspect", "validate", "watch", "send", "chat"]
+const COMMANDS = ["serve", "run", "ps", "stop", "cancel", "new", "build", "inspect", "validate", "watch", "send", "chat"]
 const TYPE_NAMES = /^(?:text|integer|redacted|directory|file|path|float|date|choice)$/
 
 /** Each option's or argument's header line and the paragraphs under it, from a help text. */
@@ -107,7 +107,7 @@ describe("a bad value is one coded line naming the flag", () => {
     [["run", capsule, "--keep-sessions", "x"], "--keep-sessions: 'x' is not an integer; expected an integer ≥ 1"],
     [["run", capsule, "--port", "-1"], "--port: '-1' is out of range; expected an integer from 0 to 65535"],
     [["run", capsule, "--idle-timeout", "0"], "--idle-timeout: '0' is out of range; expected an integer ≥ 1"],
-    [["new", "plugin", missing], "<agent|tool|script>: 'plugin' is not one of agent, tool, script"],
+    [["new", "plugin", missing], "<agent|tool|hook|script>: 'plugin' is not one of agent, tool, hook, script"],
     [["build", aFile], `<dir>: '${aFile}' is not a directory; expected an existing directory`],
     [["validate", missing], `<dir>: '${missing}' does not exist; expected an existing directory`],
     [["inspect", scratch], `<file.wasm>: '${scratch}' is not a file; expected an existing file`],
@@ -121,7 +121,9 @@ describe("a bad value is one coded line naming the flag", () => {
     [["run", capsule, "--bogus"], "Received unknown argument: '--bogus'"],
     [["run"], "Missing argument <dir>"],
     [["send"], "Missing argument <url>"],
-    [["bogus"], "Invalid subcommand for capsule-runtime - use one of 'serve', 'run', 'new', 'build', 'inspect', 'validate', 'watch', 'send', 'chat'"]
+    [["stop", "ses_0", "--timeout", "-1"], "--timeout: '-1' is out of range; expected an integer ≥ 0"],
+    [["cancel", "http://127.0.0.1:9/"], "Missing argument <task>"],
+    [["bogus"], "Invalid subcommand for capsule-runtime - use one of 'serve', 'run', 'ps', 'stop', 'cancel', 'new', 'build', 'inspect', 'validate', 'watch', 'send', 'chat'"]
   ])("%j", async (args, text) => {
     const result = await runCli(args)
     expect(result.err.trim()).toBe(`error[E-CLI-001]: ${text}`)

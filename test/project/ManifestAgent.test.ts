@@ -62,7 +62,6 @@ const syntaxAt = (text: string, needle: string, detail: string) => {
   return { code: "E-MAN-002", message: `murmur.yaml: YAML syntax error at line ${line}, column ${column}: ${detail} at line ${line} column ${column}` }
 }
 
-const NOT_ACTED = "is accepted but not acted on by capsule-runtime (TypeScript) yet: it was validated and has no effect when this runtime runs the capsule"
 const inertPaths = (parsed: ParsedManifest) => parsed.warnings.filter((w) => w.code === "W-RUN-001").map((w) => w.path)
 
 describe("inference: accepted", () => {
@@ -80,7 +79,7 @@ describe("inference: accepted", () => {
     })
     assert.deepStrictEqual(effectiveLifecycle(manifest), DEFAULT_LIFECYCLE)
     assert.deepStrictEqual(DEFAULT_LIFECYCLE, {
-      taskAcceptance: "single",
+      taskAcceptance: "queue",
       afterTask: "exit",
       queueDepth: 1,
       conversation: "stateless",
@@ -165,23 +164,23 @@ describe("inference: accepted", () => {
     assert.strictEqual(ok(agent({ ...PROCESS, endpoint: "''", api_key: "' '" })).manifest.inference?.command, "claude")
   })
 
-  it("a hook artifact is accepted and named as not run", () => {
+  it("a hook artifact runs in an agent capsule (no warning); a script capsule's is named as not run", () => {
     const parsed = ok(`name: demo\nversion: 0.1.0\nartifacts:\n  - { name: d, version: 1.0.0, runtime: driver }\n  - { name: h, version: 1.0.0, runtime: hook }\n` +
       "inference:\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n  driver: { artifact: d }\n")
-    assert.deepStrictEqual(parsed.warnings.filter((w) => w.code === "W-RUN-001"), [{
+    assert.deepStrictEqual(parsed.warnings.filter((w) => w.code === "W-RUN-001"), [])
+    const script = ok(`name: demo\nversion: 0.1.0\nartifacts:\n  - { name: h, version: 1.0.0, runtime: hook }\n`)
+    assert.deepStrictEqual(script.warnings.filter((w) => w.code === "W-RUN-001"), [{
       code: "W-RUN-001",
-      message: "'runtime: hook (artifact 'h')' is accepted but not acted on by capsule-runtime (TypeScript) yet: hooks are not run, so the capsule runs without it",
-      path: "artifacts[1]"
+      message: "'runtime: hook (artifact 'h')' is accepted but not acted on by capsule-runtime (TypeScript) yet: a script capsule has no agent loop to call hooks at, so it runs without it",
+      path: "artifacts[0]"
     }])
   })
 
-  it("compaction and max_session_tokens: defaults applied, validated; compaction named as not acted on, the ceiling enforced", () => {
+  it("compaction and max_session_tokens: defaults applied, validated, both enforced (no warning)", () => {
     const parsed = ok(agent({ compaction: "{ model: small, system_prompt_file: ' c.md ' }", max_session_tokens: "50000" }))
     assert.deepStrictEqual(parsed.manifest.inference?.compaction, { threshold: 0.98, model: "small", systemPromptFile: "c.md", dumpSummaries: false })
     assert.strictEqual(parsed.manifest.inference?.maxSessionTokens, 50000)
-    assert.deepStrictEqual(parsed.warnings, [
-      { code: "W-RUN-001", message: `'inference.compaction' ${NOT_ACTED}`, path: "inference.compaction" }
-    ])
+    assert.deepStrictEqual(parsed.warnings, [])
     assert.strictEqual(ok(agent({ compaction: "{ threshold: 1, dump_summaries: true }" })).manifest.inference?.compaction?.threshold, 1)
   })
 })
@@ -200,9 +199,7 @@ describe("the session blocks: accepted", () => {
   delegation_max_depth: 2
   delegation_max_children: 7
 `))
-    assert.deepStrictEqual(warnings, [
-      { code: "W-RUN-001", message: `'lifecycle.max_task_reopens' ${NOT_ACTED}`, path: "lifecycle.max_task_reopens" }
-    ])
+    assert.deepStrictEqual(warnings, [])
     assert.deepStrictEqual(manifest.lifecycle, {
       taskAcceptance: "queue",
       afterTask: "sleep",
@@ -219,13 +216,28 @@ describe("the session blocks: accepted", () => {
     assert.deepStrictEqual(ok(`${HEAD}lifecycle: { task_acceptance: none }\n`).manifest.lifecycle?.taskAcceptance, "none")
   })
 
-  it("network.internal_port is read and acted on (no warning); context keys are read and named", () => {
+  it("task_acceptance is queue unless declared, whatever else the block says; a key that another undoes is W-LIFECYCLE", () => {
+    const threaded = ok(agent({}, "lifecycle: { conversation: threaded }\n"))
+    assert.strictEqual(threaded.manifest.lifecycle?.taskAcceptance, "queue")
+    assert.deepStrictEqual(threaded.warnings, [])
+    const single = ok(agent({}, "lifecycle: { conversation: threaded, task_acceptance: single, after_task: sleep }\n"))
+    assert.deepStrictEqual(single.warnings.map((w) => [w.code, w.path]), [
+      ["W-LIFECYCLE", "lifecycle.task_acceptance"],
+      ["W-LIFECYCLE", "lifecycle.after_task"]
+    ])
+    assert.match(single.warnings[0]!.message, /second turn is refused \('capsule is busy'\)/)
+    assert.match(single.warnings[1]!.message, /^lifecycle\.after_task: sleep has no effect under task_acceptance: single/)
+    // A script capsule's tasks are taken as the door's flags say: the block's acceptance is not its own.
+    assert.deepStrictEqual(ok(`${HEAD}lifecycle: { task_acceptance: single, after_task: sleep }\n`).warnings, [])
+  })
+
+  it("network.internal_port and the context keys are read and acted on (no warning)", () => {
     const port = ok(agent({}, "network: { internal_port: 65535 }\n"))
     assert.deepStrictEqual(port.manifest.network, { internalPort: 65535 })
     assert.deepStrictEqual(inertPaths(port), [])
     const budget = ok(agent({}, "context: { max_tokens: 120000 }\n"))
     assert.deepStrictEqual(budget.manifest.context, { maxTokens: 120000, record: true, seedBudget: 0.1, seedOverflowMargin: 0.1 })
-    assert.deepStrictEqual(inertPaths(budget), ["context.max_tokens"])
+    assert.deepStrictEqual(inertPaths(budget), [])
     const full = ok(agent({}, `context:
   record: ' off '
   record_store: ' notes '
@@ -240,7 +252,7 @@ describe("the session blocks: accepted", () => {
       seedOverflowMargin: 1,
       retain: { maxMessages: 200, maxAgeSecs: 14 * 86400 }
     })
-    assert.deepStrictEqual(inertPaths(full), ["context.seed_budget", "context.seed_overflow_margin"])
+    assert.deepStrictEqual(inertPaths(full), [])
   })
 
   it("trace.capture (default meta), the retired include_tool_output alias (warns), trace.retain (enforced, no warning)", () => {
@@ -264,7 +276,7 @@ describe("the session blocks: accepted", () => {
     assert.deepStrictEqual(inertPaths(retained), [])
   })
 
-  it("observability: an empty otel_endpoint is absent; eval scorers get their defaults, unknown types are skipped with a warning, llm_judge is warned as not run", () => {
+  it("observability: an empty otel_endpoint is absent; eval scorers get their defaults, unknown types are skipped with a warning, llm_judge is run (no warning)", () => {
     assert.deepStrictEqual(ok(agent({}, "observability: { otel_endpoint: '  ' }\n")).manifest.observability, {})
     assert.deepStrictEqual(ok(agent({}, "observability: { otel_endpoint: ' http://collector:4318 ' }\n")).manifest.observability, {
       otelEndpoint: "http://collector:4318"
@@ -291,12 +303,7 @@ describe("the session blocks: accepted", () => {
       ]
     })
     assert.deepStrictEqual(parsed.warnings, [
-      { code: "W-EVAL-SCORER", message: "unknown scorer type 'vibes' — skipping", path: "observability.eval.scorers[4].type" },
-      {
-        code: "W-RUN-001",
-        message: "warning: observability.eval.scorers[5] (llm_judge) is not run by this runtime; the other scorers are",
-        path: "observability.eval.scorers[5]"
-      }
+      { code: "W-EVAL-SCORER", message: "unknown scorer type 'vibes' — skipping", path: "observability.eval.scorers[4].type" }
     ])
   })
 

@@ -36,7 +36,7 @@ const ArtifactEntryDocument = Schema.Struct({
   name: text({ description: "The artifact's name: the tool name the model sees, or the name inference.driver.artifact refers to. Required (E-MAN-003); runtime-owned tool names are E-CAP-013." }),
   version: text({ description: "The version to resolve; required unless `source:` is set (then it is `local`, and a version is ignored with a warning)." }),
   runtime: oneOf(["tool", "driver", "hook", "skill"], {
-    description: "The artifact's role. Hooks are accepted but not run here (W-RUN-001); `wasm` and `native` are refused (E-MAN-003).",
+    description: "The artifact's role. Hooks run at the agent loop's lifecycle points (a script capsule warns W-RUN-001); `wasm` and `native` are refused (E-MAN-003).",
     default: "tool"
   }),
   source: text({ description: "A directory, relative to this manifest, holding the artifact (its murmur.yaml and .wasm); needs `local_source: true`." }),
@@ -73,7 +73,7 @@ const InferenceDocument = Schema.Struct({
     system_prompt: text({ description: "Prompt for summaries." }),
     system_prompt_file: text({ description: "File holding the prompt for summaries." }),
     dump_summaries: flag({ description: "Keep the summaries on disk.", default: false })
-  }, { description: "Conversation compaction; validated, not run by this runtime (W-RUN-001)." }),
+  }, { description: "Conversation compaction under context.max_tokens: an on-compaction hook, else the capsule's own model, shortens the history before a request past the threshold." }),
   max_turns: u32({ description: "Most driver turns per task before it fails (0 is refused).", default: DEFAULT_MAX_TURNS }),
   max_task_reopens: never("Moved to lifecycle.max_task_reopens in 0.3; refused here (E-MAN-003)."),
   max_tokens: u32({ description: "The per-turn output cap sent with each driver request.", default: DEFAULT_MAX_TOKENS }),
@@ -87,13 +87,13 @@ const retain = (countKey: "max_sessions" | "max_messages", countHelp: string, de
   } as { readonly max_age: ReturnType<typeof u32> } & Record<typeof countKey, ReturnType<typeof u32>>, { description })
 
 const ContextDocument = Schema.Struct({
-  max_tokens: u32({ description: "The session's token budget; shown in MURMUR.md, no compaction here (W-RUN-001)." }),
+  max_tokens: u32({ description: "The model's context window: a request that would pass compaction.threshold of it is compacted first." }),
   record: oneOf(["on", "off"], { description: "Keep a threaded capsule's conversation.jsonl.", default: "on" }),
   record_store: text({ description: "The directory, under the murmur home, where conversation records are kept: one path segment (E-CAP-011); default the capsule's name." }),
   record_max_bytes: countOrSuffixed(BYTE_SIZE, { description: "Largest a thread's conversation.jsonl grows: bytes, or a number with Ki, Mi or Gi. Past it the oldest turns are dropped (a conversation_trimmed trace line).", default: DEFAULT_RECORD_MAX_BYTES }),
   record_max_turns: u32({ description: "Most records (turns) a thread's conversation.jsonl keeps; past it the oldest are dropped.", default: DEFAULT_RECORD_MAX_TURNS }),
-  seed_budget: fraction({ description: "Share of the budget a reloaded history may take; not used here (W-RUN-001).", default: DEFAULT_SEED_BUDGET }),
-  seed_overflow_margin: fraction({ description: "Slack over the seed budget; not used here (W-RUN-001).", default: DEFAULT_SEED_OVERFLOW_MARGIN }),
+  seed_budget: fraction({ description: "Share of max_tokens that on-task-start hooks may seed; what passes it (and the margin) is cut.", default: DEFAULT_SEED_BUDGET }),
+  seed_overflow_margin: fraction({ description: "Slack over the seed budget before seeded messages are cut.", default: DEFAULT_SEED_OVERFLOW_MARGIN }),
   retain: retain("max_messages", "Most messages of the reloaded history (at least 1).", "Trims a threaded conversation's reloaded history (at least one key; others are refused).")
 })
 
@@ -129,12 +129,12 @@ export const ManifestDocument = Schema.Struct({
     internal_port: u16({ description: "The door's port for serve and run when --port is absent (E-RUN-010 when taken). Absent: any free port." })
   }, { description: "The A2A door." }),
   lifecycle: section({
-    task_acceptance: oneOf(["none", "single", "queue"], { description: "none: no task starts; single: one task per session; queue: tasks wait in lanes. An agent capsule served without a lifecycle block uses queue.", default: DEFAULT_LIFECYCLE.taskAcceptance }),
-    after_task: oneOf(["exit", "sleep"], { description: "What `run` does after its task: end the session, or keep taking tasks until a signal.", default: DEFAULT_LIFECYCLE.afterTask }),
+    task_acceptance: oneOf(["none", "single", "queue"], { description: "none: no task starts; single: one task per session (every later one is refused, capsule is busy); queue: tasks wait in lanes. Absent: queue, whatever else the block declares (the reference defaults to single). Under single, conversation: threaded and after_task: sleep are warned (W-LIFECYCLE).", default: DEFAULT_LIFECYCLE.taskAcceptance }),
+    after_task: oneOf(["exit", "sleep"], { description: "What `run` does after its task: end the session, or keep taking tasks until a signal (sleep only under task_acceptance: queue, else W-LIFECYCLE).", default: DEFAULT_LIFECYCLE.afterTask }),
     queue_depth: u64({ description: "Most tasks waiting to start under queue.", default: DEFAULT_LIFECYCLE.queueDepth }),
     input_timeout_secs: u64({ description: "How long an input request waits before the task fails with input-timeout. Absent: forever." }),
     conversation: oneOf(["stateless", "threaded"], { description: "threaded: a context's earlier turns are reloaded for each task.", default: DEFAULT_LIFECYCLE.conversation }),
-    max_task_reopens: u32({ description: "How often an on-task-end hook may reopen a task; hooks are not run here (W-RUN-001).", default: DEFAULT_LIFECYCLE.maxTaskReopens }),
+    max_task_reopens: u32({ description: "How often an on-task-end hook may reopen a task (within inference.max_turns across attempts); past it the task ends reopen_budget_exhausted.", default: DEFAULT_LIFECYCLE.maxTaskReopens }),
     shell_grace_secs: u64({ description: "Seconds a shell command runs in the foreground before it detaches (0: every command detaches).", default: DEFAULT_LIFECYCLE.shellGraceSecs }),
     delegation_deadline_secs: u64({ description: "Seconds a delegated child may run before it is killed and reported terminated.", default: DEFAULT_LIFECYCLE.delegationDeadlineSecs }),
     delegation_max_depth: u32({ description: "How deep a chain of delegations may grow (the first capsule's children are depth 1; 0: this capsule may not delegate). A child keeps the smaller of its own and its parent's ceiling.", default: DEFAULT_LIFECYCLE.delegationMaxDepth }),

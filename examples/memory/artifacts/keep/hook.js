@@ -1,5 +1,6 @@
 // The keep hook: at on-task-end it appends "- <task> -> <answer>" to notes.txt in its state store
 // (the preopen named "state"), which outlives the session. Observation only (commit_policy none).
+// Bound to one event, it exports only that function.
 import taskio from "murmur:task-io/read@0.1.0";
 import preopens from "wasi:filesystem/preopens@0.2.12";
 
@@ -28,13 +29,5 @@ export const lifecycle = {
     const stream = file.appendViaStream();
     stream.blockingWriteAndFlush(utf8("- " + task + " -> " + answer + "\n"));
     return none;
-  },
-  onStage: () => none,
-  onSessionStart: () => none,
-  onTaskStart: () => none,
-  onInference: () => none,
-  onToolCall: () => none,
-  onShell: () => none,
-  onCompaction: () => none,
-  onSessionEnd: () => none
+  }
 };

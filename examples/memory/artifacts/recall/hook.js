@@ -1,6 +1,6 @@
 // The recall hook: at on-task-start it reads notes.txt from its state store (the preopen named
 // "state", shared with the keep hook through the store name) and seeds it as a message before
-// the task. Nothing to recall: nothing seeded.
+// the task. Nothing to recall: nothing seeded. Bound to one event, it exports only that function.
 import preopens from "wasi:filesystem/preopens@0.2.12";
 
 const none = { tag: "none" };
@@ -34,13 +34,5 @@ export const lifecycle = {
     const notes = readNotes().trim();
     if (notes === "") return none;
     return { tag: "seed-context", val: [{ role: "user", content: "Notes from earlier sessions:\n" + notes, id: undefined, sourceId: undefined }] };
-  },
-  onStage: () => none,
-  onSessionStart: () => none,
-  onInference: () => none,
-  onToolCall: () => none,
-  onShell: () => none,
-  onCompaction: () => none,
-  onTaskEnd: () => none,
-  onSessionEnd: () => none
+  }
 };

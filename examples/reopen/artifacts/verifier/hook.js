@@ -1,6 +1,7 @@
 // The verifier: at on-task-end it reads the task's answer and, when no line of it starts with
-// "Source:", sends the task back (reopen-task) with the reason as feedback. QuickJS guest: a u64
-// is a JS number, an err result is thrown.
+// "Source:", sends the task back (reopen-task) with the reason as feedback. Bound to one event, it
+// exports only that function (the runtime calls no other). QuickJS guest: a u64 is a JS number,
+// an err result is thrown.
 import taskio from "murmur:task-io/read@0.1.0";
 
 const none = { tag: "none" };
@@ -17,13 +18,5 @@ export const lifecycle = {
   onTaskEnd(event) {
     if (event.exitStatus !== "ok") return none;
     return /^Source:/m.test(answer()) ? none : { tag: "reopen-task", val: "cite your source on a line starting 'Source:'" };
-  },
-  onStage: () => none,
-  onSessionStart: () => none,
-  onTaskStart: () => none,
-  onInference: () => none,
-  onToolCall: () => none,
-  onShell: () => none,
-  onCompaction: () => none,
-  onSessionEnd: () => none
+  }
 };
