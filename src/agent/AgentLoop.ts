@@ -35,6 +35,10 @@ import { explainFailure, reasonContext } from "./FailureReason.js"
 import { type TokenCounter, tokenCounter } from "./Tokens.js"
 import { type Dispatched, dispatchTool, type ShellSeen, type TaskCounts } from "./ToolDispatch.js"
 import { errorResult } from "../shell/ShellGrant.js"
+import { join } from "node:path"
+import { SandboxError } from "../sandbox/SandboxError.js"
+import { explainGuestFailure } from "../sandbox/GuestFailure.js"
+import { secretsOf } from "./FailureReason.js"
 import { runPlan } from "./SubmitPlan.js"
 import {
   assistantMessage,
@@ -299,8 +303,11 @@ const toolHost = (task: TaskRun): GuestHost => ({
 })
 
 // `traceparent`: the provider sees the turn's trace context (the gateway sets it on what it forwards).
+// A failure's message carries the guest's last error line (./GuestFailure.ts), for the model and the task.
 const runGuest = (task: TaskRun, name: string, spec: ToolSpec, data: string, host: GuestHost, traceparent?: string) =>
-  task.env.sandbox.run({ ...guestTemplate(task.env.prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host, traceparent })
+  task.env.sandbox.run({ ...guestTemplate(task.env.prepared, name, spec), deadlineSeconds: spec.deadlineSeconds, input: { data }, host, traceparent }).pipe(
+    Effect.mapError((error) => new SandboxError({ ...error, message: explainGuestFailure(error, join(task.env.prepared.workdir, "logs", "guest.log"), secretsOf(task.env.prepared)) }))
+  )
 
 /** The task's side of its hooks: their faults and lines hang under the task's line. */
 const taskHooks = (task: TaskRun): TaskHookEnv => ({
@@ -389,7 +396,7 @@ const openDialogue = (task: TaskRun) =>
     const history = yield* conversations.history(task.input.contextId)
     const context = prepared.project.manifest.context
     const window = context?.maxTokens ?? 0
-    const seeds = yield* taskStartSeeds(taskHooks(task), {
+    const seeds = yield* taskStartSeeds(taskHooks(task), () => ({
       taskId: task.input.taskId,
       contextId: task.input.contextId,
       source: task.input.provenance.hostSource ?? "a2a",
@@ -397,7 +404,7 @@ const openDialogue = (task: TaskRun) =>
       budgetTokens: Math.floor(window * (context?.seedBudget ?? 0)),
       contextWindow: window,
       priorTokens: history.length === 0 ? 0 : task.countTokens(JSON.stringify(history))
-    }, { tokens: Math.floor(window * (context?.seedBudget ?? 0)), margin: context?.seedOverflowMargin ?? 0 }, (message) => task.countTokens(JSON.stringify(message)))
+    }), { tokens: Math.floor(window * (context?.seedBudget ?? 0)), margin: context?.seedOverflowMargin ?? 0 }, (message) => task.countTokens(JSON.stringify(message)))
     for (const message of [...history, ...seeds]) append(transcript, message)
     const opening = userMessage(taskText(task.input.provenance, task.input.text))
     append(transcript, opening)

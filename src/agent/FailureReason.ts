@@ -16,6 +16,7 @@ import type { PreparedAgent } from "./AgentLaunch.js"
 import { parseAllowList } from "../project/NetworkPolicy.js"
 import { allows, type NetworkRule } from "../project/NetworkMatch.js"
 import { GATEWAY_AUTHORITY } from "../sandbox/host/GatewayRewrite.js"
+import { credentialPatterns, matchesPattern } from "../sandbox/grants/EnvGrant.js"
 
 export interface ReasonContext {
   /** `inference.endpoint` as configured. */
@@ -103,4 +104,17 @@ export const explainFailure = (text: string, context: ReasonContext): string => 
 export const failedMessage = (sessionEnded: string, resultText: string): string => {
   const reason = resultText.replace(/^error:\s*/, "").trim()
   return reason === "" ? sessionEnded : `${sessionEnded}: ${reason}`
+}
+
+/**
+ * The values no failure text may quote: the inference key, and every host variable a guest or
+ * command is never given (credential-shaped names, `shell.strip_env` patterns).
+ */
+export const secretsOf = (prepared: PreparedAgent): ReadonlyArray<string> => {
+  const patterns = [...credentialPatterns, ...(prepared.project.manifest.capabilities.shell?.stripEnv ?? [])]
+  const apiKey = prepared.project.manifest.inference?.apiKey
+  return [
+    ...(apiKey === undefined ? [] : [Redacted.value(apiKey)]),
+    ...Object.entries(prepared.hostEnv).flatMap(([name, value]) => value !== undefined && patterns.some((pattern) => matchesPattern(name, pattern)) ? [value] : [])
+  ]
 }

@@ -40,14 +40,15 @@ const COMMAND_CLIP = 200
  */
 export const taskStartSeeds = (
   env: TaskHookEnv,
-  event: Readonly<Record<string, unknown>>,
+  /** Built only when a hook is bound there (counting a long history costs main-thread time). */
+  event: () => Readonly<Record<string, unknown>>,
   budget: SeedBudget,
   count: (message: Message) => number
 ) =>
   Effect.gen(function*() {
     if (!env.hooks.at("on-task-start")) return []
     const context = yield* env.context
-    const fired = yield* env.hooks.fire("on-task-start", event, context)
+    const fired = yield* env.hooks.fire("on-task-start", event(), context)
     const seeds: Array<Message> = []
     const limit = budget.tokens === 0 ? Number.POSITIVE_INFINITY : Math.floor(budget.tokens * (1 + budget.margin))
     let used = 0

@@ -11,7 +11,9 @@
 import { Effect, Layer } from "effect"
 import type { TraceWriteFailed } from "../records/Trace.js"
 import { Capsule, CapsuleFailure, type CapsuleInfo } from "../services/Capsule.js"
+import { join } from "node:path"
 import { Sandbox } from "../sandbox/Sandbox.js"
+import { explainGuestFailure } from "../sandbox/GuestFailure.js"
 import { type PreparedScript, runScript } from "./ScriptLaunch.js"
 import { openScriptTrace } from "./ScriptTrace.js"
 import * as WorkdirFs from "../records/WorkdirFs.js"
@@ -75,7 +77,10 @@ export const ScriptCapsule = {
                 Effect.mapError((error) =>
                   timedOut
                     ? CapsuleFailure.inputTimeout()
-                    : new CapsuleFailure({ reason: error._tag === "SandboxError" ? "Failed" : "HostError", message: error.message })
+                    : error._tag === "SandboxError"
+                    // A script's guest never sees a host secret (its environment is stripped of them).
+                    ? new CapsuleFailure({ reason: "Failed", message: explainGuestFailure(error, join(workdir, "logs", "guest.log"), []) })
+                    : new CapsuleFailure({ reason: "HostError", message: error.message })
                 )
               )
               // The reference fails a task whose input request timed out, whatever the capsule did next.

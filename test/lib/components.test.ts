@@ -48,6 +48,7 @@ const expected: Record<FixtureName, { readonly imports: ReadonlyArray<string>; r
   "capsule-ro-probe": { imports: [], exports: [CAPSULE_RUN] },
   "tool-ro-probe": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
   "tool-state-probe": { imports: ["murmur:text/chunks@0.1.0"], exports: [TOOL_RUN] },
+  "tool-throws": { imports: [], exports: [TOOL_RUN] },
   "hook-probe": {
     imports: ["murmur:conversation/read@0.1.0", "murmur:hook/lifecycle@0.8.0", "murmur:runtime/inference@0.3.0", "murmur:runtime/tokens@0.3.0", "murmur:task-io/read@0.1.0"],
     exports: ["murmur:hook/lifecycle@0.8.0"]

@@ -209,6 +209,12 @@ export const fixtures = {
     behaviour: "the capsule-ro-probe steps from a tool, on the subtree input.data names (a JSON string, default ro); " +
       "the lines to ./ro-report.txt and as the result's data"
   },
+  "tool-throws": {
+    kind: "js",
+    source: "js/tool-throws.js",
+    world: "echo-tool",
+    behaviour: "input.data containing \"throw\": throws a TypeError naming a config value (QuickJS prints it, the guest traps); else echoes"
+  },
   "hook-probe": {
     kind: "js",
     source: "js/hook-probe.js",
