@@ -1,13 +1,14 @@
 /**
  * The composed root of the sealed tier, as bubblewrap arguments: every file the command may
- * execute or load (the allowlisted binaries, a script's `#!` interpreter, their ELF loader and
- * shared-library closure from `ldd`, cached per binary) bound read-only at its host path, with
+ * execute or load (the allowlisted binaries, a script's `#!` interpreter chain, `env`'s program
+ * included, their ELF loader and shared-library closure from `ldd`, cached per binary) bound
+ * read-only at its host path, with
  * every symlink on the way reproduced as a symlink so that `PATH` lookups, `/bin -> usr/bin` and
  * `/lib64/ld-linux-x86-64.so.2` resolve as on the host. Nothing else of the host is present.
  */
 import { execFileSync } from "node:child_process"
-import { closeSync, existsSync, lstatSync, openSync, readlinkSync, readSync } from "node:fs"
-import { dirname, join, resolve } from "node:path"
+import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readlinkSync, readSync, statSync } from "node:fs"
+import { basename, dirname, join, resolve } from "node:path"
 
 const MAX_LINKS = 40
 const HELD_DESCRIPTOR = /^\/proc\/\d+\/fd\/\d+$/
@@ -93,8 +94,8 @@ export const libraryClosure = (binary: string): ReadonlyArray<string> => {
   return paths
 }
 
-/** The interpreter of a `#!` script, else undefined. */
-export const shebangInterpreter = (path: string): string | undefined => {
+/** A `#!` script's interpreter line: the interpreter's path and its arguments, else undefined. */
+export const shebang = (path: string): { readonly interpreter: string; readonly args: ReadonlyArray<string> } | undefined => {
   let fd: number | undefined
   try {
     fd = openSync(path, "r")
@@ -102,8 +103,8 @@ export const shebangInterpreter = (path: string): string | undefined => {
     const read = readSync(fd, head, 0, head.length, 0)
     const text = head.subarray(0, read).toString("latin1")
     if (!text.startsWith("#!")) return undefined
-    const interpreter = text.slice(2).split("\n")[0]!.trim().split(/\s+/u)[0]
-    return interpreter !== undefined && interpreter.startsWith("/") ? interpreter : undefined
+    const [interpreter, ...args] = text.slice(2).split("\n")[0]!.trim().split(/\s+/u)
+    return interpreter !== undefined && interpreter.startsWith("/") ? { interpreter, args } : undefined
   } catch {
     return undefined
   } finally {
@@ -111,13 +112,66 @@ export const shebangInterpreter = (path: string): string | undefined => {
   }
 }
 
-/** Adds an executable, its `#!` interpreter (one level) and their library closures. */
-export const addExecutable = (root: RootBuilder, path: string): boolean => {
+/** The interpreter of a `#!` script, else undefined. */
+export const shebangInterpreter = (path: string): string | undefined => shebang(path)?.interpreter
+
+/** How deep a script run by a script run by a script is followed. */
+const MAX_CHAIN = 4
+
+/** Where an executable `name` is on `path` (the first match), else undefined. */
+const onPath = (name: string, path: string | undefined): string | undefined => {
+  for (const dir of (path ?? "").split(":")) {
+    if (!dir.startsWith("/")) continue
+    const candidate = join(dir, name)
+    try {
+      accessSync(candidate, constants.X_OK)
+      if (statSync(candidate).isFile()) return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+export interface InterpreterChain {
+  /** Every program the executable needs to start: itself, its interpreter, what `env` runs, and theirs. */
+  readonly programs: ReadonlyArray<string>
+  /** A program a `#!/usr/bin/env <name>` line names that `path` does not have. */
+  readonly missing?: string | undefined
+}
+
+/**
+ * What an executable really runs: a `#!` script's interpreter, and when that is `env`, the program
+ * it names looked up on `path` (`-S` and option arguments skipped), followed a few levels (a shim
+ * run by a script run by `env`).
+ */
+export const interpreterChain = (path: string, pathEnv: string | undefined): InterpreterChain => {
+  const programs = [path]
+  let current = path
+  for (let depth = 0; depth < MAX_CHAIN; depth++) {
+    const line = shebang(current)
+    if (line === undefined) break
+    programs.push(line.interpreter)
+    if (basename(line.interpreter) !== "env") {
+      current = line.interpreter
+      continue
+    }
+    const words = line.args.flatMap((arg) => arg.split(/\s+/u)).filter((word) => word !== "")
+    const name = words.find((word) => !word.startsWith("-") && !word.includes("="))
+    if (name === undefined) break
+    const found = name.startsWith("/") ? (existsSync(name) ? name : undefined) : onPath(name, pathEnv)
+    if (found === undefined) return { programs, missing: name }
+    programs.push(found)
+    current = found
+  }
+  return { programs }
+}
+
+/** Adds an executable, the programs its `#!` chain runs (./interpreterChain) and their library closures. */
+export const addExecutable = (root: RootBuilder, path: string, pathEnv?: string): boolean => {
   if (!root.add(path)) return false
-  const interpreter = shebangInterpreter(path)
-  const programs = interpreter === undefined ? [path] : [path, interpreter]
-  if (interpreter !== undefined) root.add(interpreter)
-  for (const program of programs) {
+  for (const program of interpreterChain(path, pathEnv).programs) {
+    root.add(program)
     for (const library of libraryClosure(program)) root.add(library)
   }
   return true

@@ -8,6 +8,8 @@ import { Effect, Either } from "effect"
 import type { Capabilities, ContainmentClass } from "../../project/manifest/Capabilities.js"
 import { ProjectError } from "../../project/ProjectError.js"
 import { type HostTier, probeHostOnce } from "./HostProbe.js"
+import { interpreterChain } from "./ComposedRoot.js"
+import { locate as locateProgram } from "./ShellContainment.js"
 
 export interface ContainmentDecision {
   readonly declared: ContainmentClass
@@ -50,4 +52,26 @@ export const decideContainment = (caps: Capabilities, host: HostTier): Either.Ei
 
 /** Probes this host (once per process) and decides; `MURMUR_BWRAP` in `hostEnv` names bwrap exactly. */
 export const containmentFor = (caps: Capabilities, hostEnv: Readonly<Record<string, string | undefined>>) =>
-  Effect.flatMap(probeHostOnce(hostEnv["PATH"], hostEnv["MURMUR_BWRAP"]), (host) => decideContainment(caps, host))
+  Effect.flatMap(probeHostOnce(hostEnv["PATH"], hostEnv["MURMUR_BWRAP"]), (host) =>
+    Either.flatMap(decideContainment(caps, host), (decided) => {
+      const unrunnable = unrunnableGrant(caps.shell?.allow ?? [], hostEnv["PATH"])
+      return unrunnable === undefined ? Either.right(decided) : Either.left(new ProjectError({ code: "E-CAP-014", message: unrunnable }))
+    }))
+
+/**
+ * A `shell.allow` name that is a script whose `#!/usr/bin/env <program>` names a program not on
+ * `PATH` (a version-manager shim, say) would fail at every call with the shell's "No such file or
+ * directory" and no hint: refused at start instead, naming what to grant. A granted name not on
+ * `PATH` at all fails its calls as before (the model reads why).
+ */
+export const unrunnableGrant = (allow: ReadonlyArray<string>, path: string | undefined): string | undefined => {
+  for (const name of allow) {
+    const located = locateProgram(name, path)
+    if (located === undefined) continue
+    const chain = interpreterChain(located, path)
+    if (chain.missing === undefined) continue
+    return `capabilities.shell.allow '${name}' is ${located}, a script run by '${chain.programs.at(-1)} ${chain.missing}', and '${chain.missing}' is not on PATH (${path ?? "unset"}): ` +
+      `put ${chain.missing} on the PATH the runtime starts with, or grant the program the script runs by its path instead of '${name}'`
+  }
+  return undefined
+}

@@ -182,10 +182,10 @@ const sealedLine = (containment: SealedShell, input: CommandInput, uid: number):
   const tmpBytes = String(tmpBytesFor(containment.resources))
   root.push("--proc", "/proc", "--dev", "/dev", "--size", tmpBytes, "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
   root.push("--size", tmpBytes, "--tmpfs", "/tmp")
-  addExecutable(root, program)
+  addExecutable(root, program, input.path)
   for (const name of input.allow) {
     const other = locate(name, input.path)
-    if (other !== undefined) addExecutable(root, other)
+    if (other !== undefined) addExecutable(root, other, input.path)
   }
   for (const grant of containment.interpreterRuntime) {
     if (grant.binary === input.binary) grant.dirs.forEach((dir) => root.add(dir.path))
