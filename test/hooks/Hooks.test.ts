@@ -14,6 +14,8 @@ import { exitEvent, runCli, serveCli } from "../lib/CapsuleDirs.js"
 import { referenceMessage } from "../lib/Door.js"
 import { dataOf, type NodeStream, nodeStream, readUntil } from "../lib/DoorKit.js"
 import { hookCalls, hookedCapsule } from "./HookCapsule.js"
+import { Either } from "effect"
+import { hookContract } from "../../src/hooks/HookEntry.js"
 
 const dirs: Array<string> = []
 const cleanups: Array<() => Promise<void> | void> = []
@@ -195,21 +197,23 @@ describe("hook lifecycle", () => {
     expect(ofType(trace(), "hook_dispatch_error")).toEqual([expect.objectContaining({ hook_name: "stager", arm: "write-manifests" })])
   }, 120_000)
 
-  it("refuses a contract the binding cannot honour, and async with a commit policy", async () => {
-    for (const [hook, text] of [
-      [{ name: "bad", binding: "on-inference", policy: "reopen-task" }, "commit_policy 'reopen-task' is not valid for binding 'on-inference'; binding 'on-inference' honors commit_policy 'none'"],
-      [{ name: "bad", binding: "on-task-end", mode: "async", policy: "reopen-task" }, "async-with-commit not supported"],
-      [{ name: "bad", policy: "deny" }, "commit_policy 'deny' needs an explicit binding"],
-      [{ name: "bad", binding: "on-stage", mode: "async" }, "on-stage hooks must be blocking"],
-      [{ name: "bad", binding: "on-lunch" }, "unknown binding 'on-lunch'"]
-    ] as const) {
-      const dir = await hookedCapsule({ driverConfig: { replies: [endTurn("ok")] } }, [hook])
-      dirs.push(dir)
-      const result = await runCli(["run", dir, "--task", "t"], {}, 60_000)
-      expect(result.code, text).not.toBe(0)
-      expect(result.stderr, text).toContain(text)
-    }
-  }, 240_000)
+  it("refuses a contract the binding cannot honour, and async with a commit policy (at launch, E-RUN-002)", async () => {
+    const manifest = (fields: Record<string, string>) => ({ name: "bad", version: "0.1.0", runtime: "hook", implementation: "wasm", packaging: "wasm", requiresFiles: [], tags: [], ...fields }) as never
+    const refusal = (fields: Record<string, string>) => Either.match(hookContract("bad", manifest(fields)), { onLeft: (text) => text, onRight: () => "accepted" })
+    expect(refusal({ binding: "on-inference", commitPolicy: "reopen-task" })).toBe("hook 'bad': commit_policy 'reopen-task' is not valid for binding 'on-inference'; binding 'on-inference' honors commit_policy 'none'")
+    expect(refusal({ binding: "on-task-end", executionMode: "async", commitPolicy: "reopen-task" })).toMatch(/^async-with-commit not supported/)
+    expect(refusal({ commitPolicy: "deny" })).toBe("hook 'bad': commit_policy 'deny' needs an explicit binding (on-shell or on-tool-call)")
+    expect(refusal({ binding: "on-stage", executionMode: "async" })).toBe("on-stage hooks must be blocking; hook 'bad' is execution_mode: async")
+    expect(refusal({ binding: "on-lunch" })).toMatch(/^hook 'bad': unknown binding 'on-lunch'/)
+    expect(refusal({ binding: "on-shell", commitPolicy: "deny" })).toBe("accepted")
+    // And at launch, through the binary.
+    const dir = await hookedCapsule({ driverConfig: { replies: [endTurn("ok")] } }, [{ name: "bad", binding: "on-inference", policy: "reopen-task" }])
+    dirs.push(dir)
+    const result = await runCli(["run", dir, "--task", "t"], {}, 60_000)
+    expect(result.code).not.toBe(0)
+    expect(result.stderr).toContain("E-RUN-002")
+    expect(result.stderr).toContain("commit_policy 'reopen-task' is not valid for binding 'on-inference'")
+  }, 60_000)
 
   it("runs async hooks off the loop, in order, and drains them at the session's end", async () => {
     const dir = await hookedCapsule({ driverConfig: shellTask, ...echoCapsule }, [
