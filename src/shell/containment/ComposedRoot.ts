@@ -8,7 +8,7 @@
  */
 import { execFileSync } from "node:child_process"
 import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readlinkSync, readSync, statSync } from "node:fs"
-import { basename, dirname, join, resolve } from "node:path"
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path"
 
 const MAX_LINKS = 40
 const HELD_DESCRIPTOR = /^\/proc\/\d+\/fd\/\d+$/
@@ -118,10 +118,11 @@ export const shebangInterpreter = (path: string): string | undefined => shebang(
 /** How deep a script run by a script run by a script is followed. */
 const MAX_CHAIN = 4
 
-/** Where an executable `name` is on `path` (the first match), else undefined. */
-const onPath = (name: string, path: string | undefined): string | undefined => {
-  for (const dir of (path ?? "").split(":")) {
-    if (!dir.startsWith("/")) continue
+/** Where `name` is found on `path`, unresolved (a symlink stays a symlink), else undefined. */
+export const locate = (name: string, path: string | undefined): string | undefined => {
+  if (name.includes("/")) return isAbsolute(name) && existsSync(name) ? name : undefined
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (!isAbsolute(dir)) continue
     const candidate = join(dir, name)
     try {
       accessSync(candidate, constants.X_OK)
@@ -159,7 +160,7 @@ export const interpreterChain = (path: string, pathEnv: string | undefined): Int
     const words = line.args.flatMap((arg) => arg.split(/\s+/u)).filter((word) => word !== "")
     const name = words.find((word) => !word.startsWith("-") && !word.includes("="))
     if (name === undefined) break
-    const found = name.startsWith("/") ? (existsSync(name) ? name : undefined) : onPath(name, pathEnv)
+    const found = locate(name, pathEnv)
     if (found === undefined) return { programs, missing: name }
     programs.push(found)
     current = found

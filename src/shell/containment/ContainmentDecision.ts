@@ -8,8 +8,7 @@ import { Effect, Either } from "effect"
 import type { Capabilities, ContainmentClass } from "../../project/manifest/Capabilities.js"
 import { ProjectError } from "../../project/ProjectError.js"
 import { type HostTier, probeHostOnce } from "./HostProbe.js"
-import { interpreterChain } from "./ComposedRoot.js"
-import { locate as locateProgram } from "./ShellContainment.js"
+import { interpreterChain, locate as locateProgram } from "./ComposedRoot.js"
 
 export interface ContainmentDecision {
   readonly declared: ContainmentClass

@@ -19,10 +19,10 @@
  * Advisory: `prlimit <rlimits> -- setpriv --pdeathsig KILL -- <binary> <argv>`: limits and death
  * with the runtime, nothing else.
  */
-import { accessSync, constants, existsSync, realpathSync, statSync } from "node:fs"
-import { delimiter, isAbsolute, join, relative, resolve } from "node:path"
+import { realpathSync } from "node:fs"
+import { isAbsolute, relative, resolve } from "node:path"
 import type { Capabilities, ResourceCapabilities, ShellCapabilities } from "../../project/manifest/Capabilities.js"
-import { addExecutable, addLoaderCache, RootBuilder } from "./ComposedRoot.js"
+import { addExecutable, addLoaderCache, locate, RootBuilder } from "./ComposedRoot.js"
 import { EGRESS_PORT, EGRESS_SOCKET_PATH, RELAY_PATH, relayBytes } from "./EgressRelay.js"
 import { LAUNCHER_PATH, launcherBytes } from "./ExecLauncher.js"
 import { executableOnPath, type HostTier, SYSTEM_DIRS } from "./HostProbe.js"
@@ -149,22 +149,6 @@ export interface CommandInput {
   readonly path: string | undefined
   /** Host path of the command's egress proxy socket (../egress/ShellEgress.ts); absent: no egress. */
   readonly egress?: string | undefined
-}
-
-/** Where `name` is found on `path`, unresolved (a symlink stays a symlink), else undefined. */
-export const locate = (name: string, path: string | undefined): string | undefined => {
-  if (name.includes("/")) return isAbsolute(name) && existsSync(name) ? name : undefined
-  for (const dir of (path ?? "").split(delimiter)) {
-    if (!isAbsolute(dir)) continue
-    const candidate = join(dir, name)
-    try {
-      accessSync(candidate, constants.X_OK)
-      if (statSync(candidate).isFile()) return candidate
-    } catch {
-      // not here
-    }
-  }
-  return undefined
 }
 
 const inside = (root: string, path: string) => {

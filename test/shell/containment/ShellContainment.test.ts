@@ -5,9 +5,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { probeHostOnce } from "../../../src/shell/containment/HostProbe.js"
+import { locate } from "../../../src/shell/containment/ComposedRoot.js"
 import {
   appliedContainment,
-  locate,
   type ShellContainment,
   shellContainment
 } from "../../../src/shell/containment/ShellContainment.js"
