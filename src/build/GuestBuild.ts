@@ -9,9 +9,11 @@ import { createHash } from "node:crypto"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
+import { type BuildCache, cachedBuild } from "./BuildCache.js"
 import { assembleWit, builderVersions } from "./GuestWit.js"
 import { buildQuickJs, type GuestSource } from "./QuickJsBuild.js"
 import { buildStarlingMonkey, starlingMonkeyVersion } from "./StarlingMonkeyBuild.js"
+import { composeKit, KIT_FILE, pointAtKit, usesKit } from "./ToolKit.js"
 
 export interface GuestBuilder {
   /** Shown in progress lines. */
@@ -40,6 +42,8 @@ export interface GuestDir {
 export interface Built {
   readonly file: string
   readonly rebuilt: boolean
+  /** Copied from the build cache rather than built. */
+  readonly reused: boolean
   readonly ms: number
   readonly bytes: number
 }
@@ -73,6 +77,16 @@ export const chooseWorld = (wit: string, preferred: string): { readonly world: s
   return { world: world.name, builder: /import\s+wasi:http\//.test(world.body) ? starlingMonkey : quickJs }
 }
 
+/** The body of the guest's world in its `world.wit`. */
+const worldBodyOf = (guest: GuestDir): string =>
+  worldsOf(readFileSync(join(guest.dir, "world.wit"), "utf8")).find((world) => world.name === guest.world)?.body ?? ""
+
+/** The tool kit composed for the guest, when one of its modules imports it (./ToolKit.ts). */
+const kitFor = (guest: GuestDir, files: ReadonlyArray<string>): string | undefined =>
+  files.some((name) => name !== "world.wit" && usesKit(readFileSync(join(guest.dir, name), "utf8")))
+    ? composeKit(worldBodyOf(guest), guest.builder === starlingMonkey)
+    : undefined
+
 /** Every source the component is made of, in a fixed order: the WIT and the modules. */
 const sourceFiles = (dir: string): ReadonlyArray<string> =>
   readdirSync(dir).filter((name) => name === "world.wit" || /\.(m?js|ts)$/.test(name) && !name.endsWith(".d.ts")).sort()
@@ -82,17 +96,22 @@ export const stampFileOf = (guest: GuestDir): string => join(guest.dir, `.${gues
 /** The digest the stamp holds: the build's inputs, so any change to them rebuilds. */
 export const guestDigest = (guest: GuestDir, wit: string): string => {
   const hash = createHash("sha256")
-  for (const part of [BUILD_REVISION, builderVersions(), guest.builder.id(), guest.world, wit]) hash.update(part).update("\0")
-  for (const source of sourceFiles(guest.dir)) hash.update(source).update("\0").update(readFileSync(join(guest.dir, source))).update("\0")
+  for (const part of [BUILD_REVISION, builderVersions(), guest.builder.id(), guest.world, guest.role, wit]) hash.update(part).update("\0")
+  const files = sourceFiles(guest.dir)
+  for (const source of files) hash.update(source).update("\0").update(readFileSync(join(guest.dir, source))).update("\0")
+  hash.update(kitFor(guest, files) ?? "")
   return hash.digest("hex")
 }
+
+/** The digest of the guest's sources as they are now. */
+export const currentDigest = (guest: GuestDir): string => guestDigest(guest, assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8")))
 
 /** True when the component on disk was built from exactly the sources there now. */
 export const isUpToDate = (guest: GuestDir): boolean => {
   const file = join(guest.dir, guest.output)
   const stampFile = stampFileOf(guest)
   if (!existsSync(file) || !existsSync(stampFile)) return false
-  return readFileSync(stampFile, "utf8") === guestDigest(guest, assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8")))
+  return readFileSync(stampFile, "utf8") === currentDigest(guest)
 }
 
 /** The built component must be one our loader accepts (murmur:* exact, wasi:*@0.2.x) and runs. */
@@ -110,26 +129,33 @@ const checkWorld = async (bytes: Uint8Array, guest: GuestDir) => {
 }
 
 /**
- * TypeScript entries are transpiled (types erased, module by module) into a scratch copy of
- * the directory, so both builders see plain ES modules with the same relative imports.
+ * The sources as the builders take them: TypeScript transpiled (types erased, module by module)
+ * and the tool kit written beside the modules that import it, in a scratch copy of the
+ * directory, so both builders see plain ES modules with the same relative imports. A guest of
+ * plain JS that does not use the kit is built from its own directory.
  */
-const withPlainJs = async <A>(guest: GuestDir, build: (dir: string) => Promise<A>): Promise<A> => {
+const withBuildableSources = async <A>(guest: GuestDir, build: (dir: string) => Promise<A>): Promise<A> => {
   const files = sourceFiles(guest.dir)
-  if (!files.some((name) => name.endsWith(".ts"))) return build(guest.dir)
-  const ts = (await import("typescript")).default
-  const scratch = mkdtempSync(join(tmpdir(), "capsule-runtime-ts-"))
+  const kit = kitFor(guest, files)
+  const typed = files.some((name) => name.endsWith(".ts"))
+  if (kit === undefined && !typed) return build(guest.dir)
+  const ts = typed ? (await import("typescript")).default : undefined
+  const scratch = mkdtempSync(join(tmpdir(), "capsule-runtime-src-"))
   try {
+    if (kit !== undefined) writeFileSync(join(scratch, KIT_FILE), kit)
     for (const name of files) {
       const text = readFileSync(join(guest.dir, name), "utf8")
-      if (!name.endsWith(".ts")) {
+      if (name === "world.wit") {
         writeFileSync(join(scratch, name), text)
         continue
       }
-      const out = ts.transpileModule(text, {
-        fileName: name,
-        compilerOptions: { target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.ESNext, verbatimModuleSyntax: false }
-      })
-      writeFileSync(join(scratch, name.replace(/\.ts$/, ".js")), out.outputText)
+      const plain = ts !== undefined && name.endsWith(".ts")
+        ? ts.transpileModule(text, {
+          fileName: name,
+          compilerOptions: { target: ts.ScriptTarget.ES2020, module: ts.ModuleKind.ESNext, verbatimModuleSyntax: false }
+        }).outputText
+        : text
+      writeFileSync(join(scratch, name.replace(/\.ts$/, ".js")), kit === undefined ? plain : pointAtKit(plain))
     }
     return await build(scratch)
   } finally {
@@ -137,20 +163,23 @@ const withPlainJs = async <A>(guest: GuestDir, build: (dir: string) => Promise<A
   }
 }
 
-export const buildGuestDir = async (guest: GuestDir): Promise<Built> => {
+export const buildGuestDir = async (guest: GuestDir, cache?: BuildCache): Promise<Built> => {
   const started = Date.now()
   const file = join(guest.dir, guest.output)
   const stampFile = stampFileOf(guest)
   const wit = assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8"))
   const stamp = guestDigest(guest, wit)
   if (existsSync(file) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) {
-    return { file, rebuilt: false, ms: Date.now() - started, bytes: readFileSync(file).length }
+    return { file, rebuilt: false, reused: false, ms: Date.now() - started, bytes: readFileSync(file).length }
   }
-  const bytes = await withPlainJs(guest, (dir) => {
-    const entry = join(dir, basename(guest.entry).replace(/\.ts$/, ".js"))
-    return guest.builder.build({ entry, jsSource: readFileSync(entry, "utf8"), wit, world: guest.world })
+  const { bytes, reused } = await cachedBuild(cache, stamp, async () => {
+    const built = await withBuildableSources(guest, (dir) => {
+      const entry = join(dir, basename(guest.entry).replace(/\.ts$/, ".js"))
+      return guest.builder.build({ entry, jsSource: readFileSync(entry, "utf8"), wit, world: guest.world })
+    })
+    await checkWorld(built, guest)
+    return built
   })
-  await checkWorld(bytes, guest)
   // Concurrent builds (a test run beside `npm run build`) each write their own temp file; the
   // renames are atomic, so a reader sees one whole component or the previous one.
   const unique = `${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
@@ -163,5 +192,5 @@ export const buildGuestDir = async (guest: GuestDir): Promise<Built> => {
     rmSync(`${file}.${unique}`, { force: true })
     rmSync(`${stampFile}.${unique}`, { force: true })
   }
-  return { file, rebuilt: true, ms: Date.now() - started, bytes: bytes.length }
+  return { file, rebuilt: true, reused, ms: Date.now() - started, bytes: bytes.length }
 }

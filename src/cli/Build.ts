@@ -1,14 +1,17 @@
 /**
  * `build <dir>`: builds every guest of a capsule that comes as source (../build/CapsuleBuild.ts)
- * with the shipped guests' pipeline, skipping those whose digest stamp matches. One line per
- * guest with its time; each failure as `error[CODE]: …` naming the guest and its directory;
- * exit 1 when anything failed.
+ * with the shipped guests' pipeline, skipping those whose digest stamp matches and copying those
+ * the build cache holds (../build/BuildCache.ts). One line per guest with its time, and one every
+ * few seconds while a build lasts; each failure as `error[CODE]: …` naming the guest and its
+ * directory; exit 1 when anything failed.
  */
 import { Command } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { relative } from "node:path"
 import { planCapsuleBuild } from "../build/CapsuleBuild.js"
-import { buildGuestDir, isUpToDate } from "../build/GuestBuild.js"
+import { DEFAULT_BUILD_CACHE_BYTES, isCached } from "../build/BuildCache.js"
+import { buildGuestDir, currentDigest, isUpToDate } from "../build/GuestBuild.js"
+import { buildCacheDirectory } from "../layers/Host.js"
 import { exitWith } from "./Exit.js"
 import { existingArg } from "./Flags.js"
 
@@ -16,7 +19,20 @@ const dir = existingArg("dir", "directory", "The capsule (or tool) directory hol
 
 const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`
 
+/** How often a long build says it is still going. */
+const PROGRESS_EVERY = "5 seconds"
+
+/** A line every few seconds until interrupted: StarlingMonkey is silent for half a minute. */
+const stillBuilding = (label: string, builder: string) =>
+  Effect.gen(function*() {
+    for (let seconds = 5; ; seconds += 5) {
+      yield* Effect.sleep(PROGRESS_EVERY)
+      yield* Console.log(`  still building ${label} (${builder}): ${seconds} s`)
+    }
+  })
+
 export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: string) {
+  const cache = { directory: yield* buildCacheDirectory, maxBytes: DEFAULT_BUILD_CACHE_BYTES }
   const plan = planCapsuleBuild(directory)
   let failed = plan.problems.length
   for (const problem of plan.problems) yield* Console.error(`error[${problem.code}]: ${problem.message}`)
@@ -27,16 +43,21 @@ export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: stri
       yield* Console.log(`up to date ${label} → ${shown}`)
       continue
     }
-    // StarlingMonkey takes ~20 s: say so before, not after.
-    yield* Console.log(`building ${label} (${guest.builder.label}, world ${guest.world})…`)
-    const built = yield* Effect.tryPromise(() => buildGuestDir(guest)).pipe(Effect.either)
+    // StarlingMonkey takes ~20 s: say so before, not after, and while it lasts.
+    if (!isCached(cache, currentDigest(guest))) yield* Console.log(`building ${label} (${guest.builder.label}, world ${guest.world})…`)
+    const built = yield* Effect.tryPromise(() => buildGuestDir(guest, cache)).pipe(
+      Effect.either,
+      Effect.raceFirst(stillBuilding(label, guest.builder.label).pipe(Effect.zipRight(Effect.never)))
+    )
     if (built._tag === "Left") {
       failed++
       const cause = built.left.cause instanceof Error ? built.left.cause.message : String(built.left.cause)
       yield* Console.error(`error[E-BUILD-001]: ${label} (${guest.dir}): ${cause}`)
       continue
     }
-    yield* Console.log(`built ${label} in ${built.right.ms} ms (${mib(built.right.bytes)}) → ${shown}`)
+    yield* Console.log(built.right.reused
+      ? `reused ${label} from the build cache, same sources (${mib(built.right.bytes)}) → ${shown}`
+      : `built ${label} in ${built.right.ms} ms (${mib(built.right.bytes)}) → ${shown}`)
   }
   if (failed > 0) return yield* exitWith(1)
 })

@@ -50,57 +50,114 @@ export const schemaModeline = (capsuleDir: string): string => {
   return `# yaml-language-server: $schema=${target}\n`
 }
 
-const toolFiles = (name: string): TemplateFiles => [
-  ["murmur.yaml", `# ${name}: a murmur:tool/run tool. Its input is JSON matching input_schema; it answers
+/** What a new tool does: shout (no imports), fetch a URL (`--http`), keep notes in its workdir (`--files`). */
+export type ToolFlavour = "plain" | "http" | "files"
+
+interface ToolTemplate {
+  readonly description: string
+  readonly schema: string
+  readonly imports: ReadonlyArray<string>
+  readonly body: string
+}
+
+const TOOL_TEMPLATES: Record<ToolFlavour, ToolTemplate> = {
+  plain: {
+    description: "Shouts the text it is given (upper-cased, with an exclamation mark).",
+    schema: `  properties:
+    text:
+      type: string
+      description: what to shout
+  required: [text]`,
+    imports: [],
+    body: `import { field, tool } from "capsule-runtime/tool"
+
+export const run = tool((input) => field(input, "text").trim().toUpperCase() + "!")
+`
+  },
+  http: {
+    description: "Fetches a URL (GET) and answers the text of its body (at most 64 KiB).",
+    schema: `  properties:
+    url:
+      type: string
+      description: the http(s) URL to fetch
+  required: [url]`,
+    imports: ["  // HTTP under the capsule's capabilities.network.allow; importing wasi:http makes \`build\` use",
+      "  // StarlingMonkey (about half a minute the first time; an unchanged tool is not rebuilt).",
+      "  import wasi:http/outgoing-handler@0.2.12;"],
+    body: `import { field, reply, request, tool, ToolError } from "capsule-runtime/tool"
+
+const MAX_BYTES = 65536
+
+export const run = tool((input) => {
+  const url = field(input, "url")
+  // A URL outside the grant throws a ToolError "network-denied" that names the key to change.
+  const response = request(url, { maxBytes: MAX_BYTES })
+  if (!response.ok) throw new ToolError(\`\${url} answered \${response.status}\`, { code: "http-status", status: "failed", details: { status: response.status } })
+  return reply(response.text, { summary: \`\${response.status} from \${url}\${response.truncated ? " (cut at 64 KiB)" : ""}\` })
+})
+`
+  },
+  files: {
+    description: "Keeps notes in notes.md in its workdir, adding one or reading them all.",
+    schema: `  properties:
+    action:
+      type: string
+      enum: [add, read]
+      description: add a note, or read all of them
+    note:
+      type: string
+      description: the note to add (with action add)
+  required: [action]`,
+    imports: ["  // The workdir (or the entry's capabilities.filesystem.scope), preopened as \".\".", "  import wasi:filesystem/preopens@0.2.12;"],
+    body: `import { appendText, exists, field, readText, tool, ToolError } from "capsule-runtime/tool"
+
+const NOTES = "notes.md"
+
+export const run = tool((input) => {
+  const action = field(input, "action")
+  if (action === "add") {
+    appendText(NOTES, \`- \${field(input, "note").trim()}\\n\`)
+    return \`noted in \${NOTES}\`
+  }
+  if (action === "read") return exists(NOTES) ? readText(NOTES) : "(no notes yet)"
+  throw new ToolError(\`unknown action '\${action}': use "add" or "read"\`, { code: "bad-input" })
+})
+`
+  }
+}
+
+/** The helper module's types, for editors: `tool.ts` references them. */
+const kitTypes = () => shipped("kit/tool.d.ts")
+
+export const toolFiles = (name: string, flavour: ToolFlavour = "plain"): TemplateFiles => {
+  const template = TOOL_TEMPLATES[flavour]
+  return [
+    ["murmur.yaml", `# ${name}: a murmur:tool/run tool. Its input is JSON matching input_schema; it answers
 # a status, a summary and data. Build it with \`capsule-runtime build <dir>\`.
 name: ${name}
 version: 0.1.0
 runtime: tool
-description: Shouts the text it is given (upper-cased, with an exclamation mark).
+description: ${template.description}
 input_schema:
   type: object
-  properties:
-    text:
-      type: string
-      description: what to shout
-  required: [text]
+${template.schema}
 `],
-  ["world.wit", `// The tool's world: what it imports (nothing here) and that it exports murmur:tool/run.
-// Importing wasi:http makes \`build\` use StarlingMonkey instead of QuickJS (slower, larger).
+    ["world.wit", `// The tool's world: what it imports and that it exports murmur:tool/run. docs/tools.md says which
+// import each part of "capsule-runtime/tool" needs.
 package capsule-runtime-new:${name};
 
 world tool {
-  export murmur:tool/run@0.1.0;
+${template.imports.map((line) => line + "\n").join("")}  export murmur:tool/run@0.1.0;
 }
 `],
-  ["tool.ts", `// ${name}: a murmur:tool/run guest in TypeScript (types are erased at build time).
-// Bad input is the tool's own error result, which the agent loop feeds back to the model.
-interface ToolResult {
-  status: "passed" | "error"
-  summary: string
-  data: string | null
-  dataPath: string | null
-  truncated: boolean
-  metadata: Array<[string, string]>
+    ["tool.ts", `/// <reference path="./capsule-runtime-tool.d.ts" />
+// ${name}: a murmur:tool/run guest in TypeScript (types are erased at build time). "capsule-runtime/tool"
+// is the helper module \`build\` puts in (docs/tools.md): tool() makes the export from a function of the
+// parsed input; a thrown ToolError is the error result the model reads (its code and message).
+${template.body}`],
+    ["capsule-runtime-tool.d.ts", kitTypes()]
+  ]
 }
-
-const result = (status: ToolResult["status"], summary: string, data: string | null): ToolResult =>
-  ({ status, summary, data, dataPath: null, truncated: false, metadata: [] })
-
-export const run = {
-  run(input: { data?: string | null }): ToolResult {
-    let text: unknown
-    try {
-      text = JSON.parse(input.data ?? "{}").text
-    } catch (error) {
-      return result("error", "input must be JSON: " + String(error), null)
-    }
-    if (typeof text !== "string" || text.trim() === "") return result("error", "input needs a non-empty \\"text\\" string", null)
-    return result("passed", "shouted", text.trim().toUpperCase() + "!")
-  }
-}
-`]
-]
 
 const agentManifest = (name: string) => `# ${name}: an agent capsule. The scripted driver plays the model (no key, no network):
 # turn 1 calls the shout tool and the shell's \`echo\`, turn 2 answers. To use a real model,
@@ -215,10 +272,10 @@ const scriptManifest = (name: string) =>
  * `modeline` heads each capsule manifest (./schemaModeline); a tool's own murmur.yaml is an
  * artifact manifest, a different format the schema does not describe, so it gets none.
  */
-export const templateFiles = (kind: TemplateKind, name: string, modeline: string): TemplateFiles => {
+export const templateFiles = (kind: TemplateKind, name: string, modeline: string, flavour: ToolFlavour = "plain"): TemplateFiles => {
   switch (kind) {
     case "tool":
-      return toolFiles(name)
+      return toolFiles(name, flavour)
     case "hook":
       return hookFiles(name)
     case "script":

@@ -10,17 +10,23 @@ import { Config, Context, Effect, Layer, Option } from "effect"
 import { ComponentCache } from "../sandbox/component/ComponentCache.js"
 import { Sandbox } from "../sandbox/Sandbox.js"
 
+const optional = (name: string) => Effect.map(Config.option(Config.string(name)), Option.getOrUndefined)
+
+/** `CAPSULE_RUNTIME_CACHE_DIR`, else `$XDG_CACHE_HOME/capsule-runtime`, else `~/.cache/capsule-runtime`. */
+export const cacheBase: Effect.Effect<string, never> = Effect.gen(function*() {
+  const configured = yield* optional("CAPSULE_RUNTIME_CACHE_DIR")
+  return configured ?? join((yield* optional("XDG_CACHE_HOME")) ?? join(homedir(), ".cache"), "capsule-runtime")
+}).pipe(Effect.orDie)
+
+/** Where `build` keeps the components it built, by digest (src/build/BuildCache.ts). */
+export const buildCacheDirectory: Effect.Effect<string, never> = Effect.map(cacheBase, (base) => join(base, "builds"))
+
 export class HostEnvironment extends Context.Tag("capsule-runtime/layers/HostEnvironment")<HostEnvironment, {
   readonly env: Readonly<Record<string, string | undefined>>
   readonly cacheDirectory: string
 }>() {
-  /** `CAPSULE_RUNTIME_CACHE_DIR`, else `$XDG_CACHE_HOME/capsule-runtime`, else `~/.cache/capsule-runtime`. */
-  static readonly layer = Layer.effect(HostEnvironment, Effect.gen(function*() {
-    const optional = (name: string) => Effect.map(Config.option(Config.string(name)), Option.getOrUndefined)
-    const configured = yield* optional("CAPSULE_RUNTIME_CACHE_DIR")
-    const base = configured ?? join((yield* optional("XDG_CACHE_HOME")) ?? join(homedir(), ".cache"), "capsule-runtime")
-    return { env: { ...process.env }, cacheDirectory: join(base, "components") }
-  })).pipe(Layer.orDie)
+  /** Components are cached under ./cacheBase's `components/`. */
+  static readonly layer = Layer.effect(HostEnvironment, Effect.map(cacheBase, (base) => ({ env: { ...process.env }, cacheDirectory: join(base, "components") })))
 }
 
 /** What a directory's session needs from its host. */

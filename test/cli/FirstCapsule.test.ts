@@ -4,27 +4,61 @@
  * and its printed URL replaces `http://127.0.0.1:PORT/` in the lines after it (the one
  * substitution the page announces); `watch` follows in the background; `chat` gets a message on
  * stdin, then the end of input. A command that fails, or an answer that does not arrive, fails
- * the page. The guests `build` compiles are kept under .cache/first-capsule by their sources'
- * digest and copied in beforehand, so `build` runs for real but finds them up to date (its
- * stamps compare the sources, so a changed template rebuilds).
+ * the page. A `yaml` block whose first line is `# <path>` is written to that path when the page
+ * reaches it; `python3 -m http.server` is the local server the page's fetch tool reads, started in
+ * the background on a free port that replaces 8765 everywhere. `build` runs for real with the
+ * suite's cache directory, so its build cache holds what an earlier run built (the fetch tool's
+ * StarlingMonkey build is paid once per machine), and a changed template builds again.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { createHash } from "node:crypto"
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { connect, createServer } from "node:net"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { afterAll, expect, it } from "vitest"
 import { cliCacheDir } from "../lib/CapsuleDirs.js"
 
 const repo = new URL("../..", import.meta.url).pathname
 const PLACEHOLDER = "http://127.0.0.1:PORT/"
-const buildCache = join(repo, ".cache", "first-capsule")
+/** The local server's port as the page writes it. */
+const PAGE_PORT = "8765"
 
-/** The commands of the page's ```sh blocks, in order. */
-const commands = (markdown: string): ReadonlyArray<string> =>
-  [...markdown.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].flatMap((block) =>
-    block[1]!.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"))
-  )
+type Step = { readonly kind: "sh"; readonly line: string } | { readonly kind: "file"; readonly path: string; readonly text: string }
+
+/** The commands of the page's ```sh blocks and the files of its ```yaml blocks that name one, in order. */
+const steps = (markdown: string): ReadonlyArray<Step> =>
+  [...markdown.matchAll(/^```(sh|yaml)\n([\s\S]*?)^```$/gm)].flatMap((block): ReadonlyArray<Step> => {
+    if (block[1] === "yaml") {
+      const path = /^# (\S+)\n/.exec(block[2]!)?.[1]
+      return path === undefined ? [] : [{ kind: "file", path, text: block[2]! }]
+    }
+    return block[2]!.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#")).map((line) => ({ kind: "sh", line }))
+  })
+
+/** Resolves once something accepts connections on the port (Python buffers its "Serving" line). */
+const listening = async (port: number, output: () => string) => {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1")
+      socket.once("connect", () => (socket.destroy(), resolve(true)))
+      socket.once("error", () => resolve(false))
+    })
+    if (up) return
+    if (Date.now() > deadline) throw new Error(`the local server never listened on ${port}\n${output()}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.on("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+  })
 
 const scratch = mkdtempSync(join(tmpdir(), "first-capsule-"))
 symlinkSync(join(repo, "dist"), join(scratch, "dist"))
@@ -71,35 +105,28 @@ const until = async (ok: () => boolean, what: string, ms = 15_000) => {
   }
 }
 
-/** Each guest directory of the new capsule by its sources' digest, cached built or copied from cache. */
-const guestCache = (capsule: string) =>
-  readdirSync(join(capsule, "artifacts")).map((guest) => {
-    const dir = join(capsule, "artifacts", guest)
-    const outputs = [`${guest}.wasm`, `.${guest}.wasm.stamp`]
-    const hash = createHash("sha256")
-    for (const file of readdirSync(dir).filter((name) => !outputs.includes(name)).sort()) hash.update(file).update("\0").update(readFileSync(join(dir, file))).update("\0")
-    return { dir, outputs, cached: join(buildCache, hash.digest("hex").slice(0, 16)) }
-  })
-
 it("docs/first-capsule.md's commands work as written", async () => {
-  const lines = commands(readFileSync(join(repo, "docs", "first-capsule.md"), "utf8"))
-  expect(lines.length).toBeGreaterThanOrEqual(7)
+  const port = String(await freePort())
+  const page = steps(readFileSync(join(repo, "docs", "first-capsule.md"), "utf8")).map((step): Step =>
+    step.kind === "sh" ? { kind: "sh", line: step.line.replaceAll(PAGE_PORT, port) } : { ...step, text: step.text.replaceAll(PAGE_PORT, port) }
+  )
+  expect(page.filter((step) => step.kind === "sh").length).toBeGreaterThanOrEqual(12)
   let url: string | undefined
   let serve: Started | undefined
   let watch: Started | undefined
+  let server: Started | undefined
   const outputs: Array<readonly [string, string]> = []
-  for (const written of lines) {
+  for (const step of page) {
+    if (step.kind === "file") {
+      mkdirSync(dirname(join(scratch, step.path)), { recursive: true })
+      writeFileSync(join(scratch, step.path), step.text)
+      continue
+    }
+    const written = step.line
     // The serve line's comment shows the placeholder; only a command that uses it needs the URL.
     if (written.replace(/\s#.*$/, "").includes(PLACEHOLDER) && url === undefined) throw new Error(`'${written}' needs the URL serve prints, and no serve line came before it`)
     const line = url === undefined ? written : written.replaceAll(PLACEHOLDER, url)
     const command = line.match(/^node dist\/main\.js (\S+)/)?.[1]
-    if (command === "build") {
-      for (const guest of guestCache(join(scratch, "my-agent"))) {
-        if (guest.outputs.every((file) => existsSync(join(guest.cached, file)))) {
-          for (const file of guest.outputs) copyFileSync(join(guest.cached, file), join(guest.dir, file))
-        }
-      }
-    }
     if (command === "serve") {
       serve = start(line)
       background.push(serve.child)
@@ -109,21 +136,38 @@ it("docs/first-capsule.md's commands work as written", async () => {
       watch = start(line)
       background.push(watch.child)
     } else if (command === "chat") {
-      outputs.push([command, await finished(line, "Lin\n")])
+      outputs.push([line, await finished(line, "Lin\n")])
+    } else if (line.startsWith("python3 -m http.server")) {
+      server = start(line)
+      background.push(server.child)
+      await listening(Number(port), () => server!.output())
     } else {
-      outputs.push([command ?? line, await finished(line)])
-    }
-    if (command === "build") {
-      for (const guest of guestCache(join(scratch, "my-agent"))) {
-        mkdirSync(guest.cached, { recursive: true })
-        for (const file of guest.outputs) copyFileSync(join(guest.dir, file), join(guest.cached, file))
-      }
+      outputs.push([line, await finished(line)])
     }
   }
-  const said = Object.fromEntries(outputs)
-  expect(said["run"]).toMatch(/^status: {2}ok$/m)
-  expect(said["send"]).toContain("shouted \"Grace\"")
-  expect(said["chat"]).toContain("shouted \"Lin\"")
+  expect(server, "the page never starts the local server").toBeDefined()
+  const said = (pattern: RegExp) => {
+    // The last: the page builds my-agent twice, and the second holds the fetch tool.
+    const found = [...outputs].reverse().find(([line]) => pattern.test(line))
+    expect(found, `no command matching ${pattern}`).toBeDefined()
+    return found![1]
+  }
+  const resultOf = (output: string) => readFileSync(join(output.match(/^workdir: (.+)$/m)![1]!, "out", "result.txt"), "utf8")
+  expect(said(/ run my-agent --task Ada$/)).toMatch(/^status: {2}ok$/m)
+  expect(said(/ send /)).toContain("shouted \"Grace\"")
+  expect(said(/ chat /)).toContain("shouted \"Lin\"")
+  // The fetch tool is StarlingMonkey's: built (saying it is still going every 5 s), or, built
+  // before on this machine, copied from the build cache.
+  const builtFetch = said(/ build my-agent$/)
+  expect(builtFetch).toMatch(/reused tool fetch from the build cache|built tool fetch in \d+ ms/)
+  const buildMs = Number(/built tool fetch in (\d+) ms/.exec(builtFetch)?.[1] ?? 0)
+  if (buildMs > 6_000) expect(builtFetch).toContain("still building tool fetch (StarlingMonkey): 5 s")
+  const fetched = said(/--task "fetch http:\/\/127\.0\.0\.1/)
+  expect(fetched).toMatch(/^status: {2}ok$/m)
+  expect(resultOf(fetched)).toContain("Hello from the local server")
+  const refused = said(/--task "fetch http:\/\/example\.com/)
+  expect(resultOf(refused)).toContain("\"code\":\"network-denied\"")
+  expect(resultOf(refused)).toContain("capabilities.network.allow")
   expect(serve, "the page never starts serve").toBeDefined()
   expect(watch, "the page never starts watch").toBeDefined()
   serve!.child.kill("SIGTERM")
@@ -132,4 +176,4 @@ it("docs/first-capsule.md's commands work as written", async () => {
   expect(watch!.output()).toContain("shouted \"Grace\"")
   expect(watch!.output()).toContain("shouted \"Lin\"")
   expect(await serve!.exited).toBe(0)
-}, 120_000)
+}, 300_000)

@@ -27,7 +27,7 @@ describe("top-level help", () => {
     const listed = help.slice(help.indexOf("COMMANDS\n"), help.indexOf("OPTIONS\n")).split("\n").filter((line) => /^ {2}\S/.test(line))
     expect(listed.map((line) => line.trim().split(" ")[0])).toEqual(COMMANDS)
     expect(listed[0]).toMatch(/^ {2}serve <dir>\.\.\. \[options\] +Serve a capsule over the A2A door/)
-    expect(help).toMatch(/^ {2}new <agent\|tool\|hook\|script> <dir>\n {34}Create a capsule or tool from a/m)
+    expect(help).toMatch(/^ {2}new <agent\|tool\|hook\|script> <dir> \[options\]\n {34}Create a capsule or tool from a/m)
     // A synopsis longer than the first column gets its summary on the next line, not a wider column.
     expect(help).toMatch(/^ {2}cancel <url\|session> <task> \[options\]\n {34}Cancel one task of a session/m)
     // Only the first sentence of a description: its example stays in the command's own help.

@@ -30,6 +30,8 @@ beforeAll(async () => {
   for (const guest of ["drivers/scripted/scripted.wasm", "drivers/openai/openai.wasm", "examples/hello/artifacts/greet/greet.wasm"]) {
     assert.isTrue(files.has(guest), `${guest} is in the package`)
   }
+  // `build` composes the tool authors' helper module from these in an installed copy too.
+  for (const part of ["kit/core.js", "kit/files.js", "kit/http.js", "kit/env.js", "kit/tool.d.ts"]) assert.isTrue(files.has(part), `${part} is in the package`)
   tarball = join(project, info!.filename)
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }))
   await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], { cwd: project, timeout: 120_000 })
