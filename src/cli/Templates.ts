@@ -1,7 +1,8 @@
 /**
- * The files `new <agent|tool|script> <dir>` writes: each template validates, builds and runs as
- * written. The agent's driver is a copy of the shipped scripted driver (so the capsule is
- * self-contained and needs no model or key); the script capsule is a copy of `examples/script`.
+ * The files `new <agent|tool|hook|script> <dir> [--http | --files]` writes: each template
+ * validates, builds and runs as written. The agent's driver is a copy of the shipped scripted
+ * driver (so the capsule is self-contained and needs no model or key); the script capsule is a
+ * copy of `examples/script`; tools are built on the helper module (../build/ToolKit.ts).
  */
 import { existsSync, readFileSync } from "node:fs"
 import { dirname, isAbsolute, join, relative, resolve } from "node:path"
