@@ -76,7 +76,7 @@ export const run = tool((input) => field(input, "text").trim().toUpperCase() + "
 `
   },
   http: {
-    description: "Fetches a URL (GET) and answers the text of its body (at most 64 KiB).",
+    description: "Fetches a URL (GET) and answers the text of its body (at most 64 KiB, or the entry's config max_bytes).",
     schema: `  properties:
     url:
       type: string
@@ -84,17 +84,19 @@ export const run = tool((input) => field(input, "text").trim().toUpperCase() + "
   required: [url]`,
     imports: ["  // HTTP under the capsule's capabilities.network.allow; importing wasi:http makes \`build\` use",
       "  // StarlingMonkey (about half a minute the first time; an unchanged tool is not rebuilt).",
-      "  import wasi:http/outgoing-handler@0.2.12;"],
-    body: `import { field, reply, request, tool, ToolError } from "capsule-runtime/tool"
-
-const MAX_BYTES = 65536
+      "  import wasi:http/outgoing-handler@0.2.12;",
+      "  // The entry's config: (config() in tool.ts).",
+      "  import wasi:cli/environment@0.2.12;"],
+    body: `import { config, field, reply, request, tool, ToolError } from "capsule-runtime/tool"
 
 export const run = tool((input) => {
   const url = field(input, "url")
+  // The capsule's entry for this tool may set config: { max_bytes: N }.
+  const maxBytes = field(config(), "max_bytes", "number", 65536)
   // A URL outside the grant throws a ToolError "network-denied" that names the key to change.
-  const response = request(url, { maxBytes: MAX_BYTES })
+  const response = request(url, { maxBytes })
   if (!response.ok) throw new ToolError(\`\${url} answered \${response.status}\`, { code: "http-status", status: "failed", details: { status: response.status } })
-  return reply(response.text, { summary: \`\${response.status} from \${url}\${response.truncated ? " (cut at 64 KiB)" : ""}\` })
+  return reply(response.text, { summary: \`\${response.status} from \${url}\${response.truncated ? \` (cut at \${maxBytes} bytes)\` : ""}\` })
 })
 `
   },

@@ -4,8 +4,8 @@
  * run by a real session whose scripted driver calls them, against a local HTTP server. The
  * probe (test/fixtures/kit-probe, QuickJS) covers the core, files and env parts one operation
  * per call; the fetch tool is exactly what `new tool <capsule>/artifacts/fetch --http` writes
- * (StarlingMonkey; the same sources as docs/first-capsule.md's, so the build cache builds it
- * once for both). What each call answered is read from the trace (`trace.capture: content`).
+ * (StarlingMonkey, with the env part for its config; the same sources as docs/first-capsule.md's,
+ * so the build cache builds it once for both). What each call answered is read from the trace (`trace.capture: content`).
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
@@ -129,7 +129,7 @@ describe("tools built with the module, run by a session", () => {
       "    source: artifacts/probe",
       "    local_source: true",
       "    config: { greeting: hi, n: 2 }",
-      "  - { name: fetch, runtime: tool, source: artifacts/fetch, local_source: true }",
+      "  - { name: fetch, runtime: tool, source: artifacts/fetch, local_source: true, config: { max_bytes: 32768 } }",
       "  - { name: notes, runtime: tool, source: artifacts/notes, local_source: true }",
       "capabilities:",
       `  network: { allow: ["${base}"] }`,
@@ -201,11 +201,11 @@ describe("tools built with the module, run by a session", () => {
     expect(error("no-op")).toMatchObject({ code: "bad-input", details: { field: "op" } })
   })
 
-  it("http: a GET under the grant, a 404 as a failed check, a body cut at the template's 64 KiB", () => {
+  it("http: a GET under the grant, a 404 as a failed check, a body cut at the entry's config max_bytes", () => {
     expect(answer("hello")).toMatchObject({ status: "ok", output: "hello ✓ from the server" })
     expect(error("not-found")).toMatchObject({ code: "http-status", details: { status: 404 } })
     expect(answer("big").status).toBe("ok")
-    expect(answer("big").output).toBe("x".repeat(65536))
+    expect(answer("big").output).toBe("x".repeat(32768))
   })
 
   it("the --files template: notes added to its workdir and read back, an unknown action refused", () => {
