@@ -6,10 +6,10 @@
  * directory; exit 1 when anything failed.
  */
 import { Command } from "@effect/cli"
-import { Console, Effect } from "effect"
+import { Console, Duration, Effect } from "effect"
 import { relative } from "node:path"
 import { planCapsuleBuild } from "../build/CapsuleBuild.js"
-import { DEFAULT_BUILD_CACHE_BYTES, isCached } from "../build/BuildCache.js"
+import { type BuildCache, DEFAULT_BUILD_CACHE_BYTES, isCached } from "../build/BuildCache.js"
 import { buildGuestDir, currentDigest, isUpToDate } from "../build/GuestBuild.js"
 import { buildCacheDirectory } from "../layers/Host.js"
 import { exitWith } from "./Exit.js"
@@ -19,20 +19,26 @@ const dir = existingArg("dir", "directory", "The capsule (or tool) directory hol
 
 const mib = (bytes: number) => `${(bytes / 1_048_576).toFixed(1)} MiB`
 
-/** How often a long build says it is still going. */
-const PROGRESS_EVERY = "5 seconds"
+export interface BuildOptions {
+  /** How often a long build says it is still going (5 s). */
+  readonly progressEvery?: Duration.DurationInput
+  /** Where built components are kept (the host's cache directory's `builds/`, 1 GiB). */
+  readonly cache?: BuildCache
+}
 
-/** A line every few seconds until interrupted: StarlingMonkey is silent for half a minute. */
-const stillBuilding = (label: string, builder: string) =>
+/** A line every `every` until interrupted: StarlingMonkey is silent for half a minute. */
+const stillBuilding = (label: string, builder: string, every: Duration.Duration) =>
   Effect.gen(function*() {
-    for (let seconds = 5; ; seconds += 5) {
-      yield* Effect.sleep(PROGRESS_EVERY)
-      yield* Console.log(`  still building ${label} (${builder}): ${seconds} s`)
+    for (let ticks = 1; ; ticks++) {
+      yield* Effect.sleep(every)
+      const seconds = (Duration.toMillis(every) * ticks) / 1000
+      yield* Console.log(`  still building ${label} (${builder}): ${Number.isInteger(seconds) ? seconds : seconds.toFixed(1)} s`)
     }
   })
 
-export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: string) {
-  const cache = { directory: yield* buildCacheDirectory, maxBytes: DEFAULT_BUILD_CACHE_BYTES }
+export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: string, options: BuildOptions = {}) {
+  const cache = options.cache ?? { directory: yield* buildCacheDirectory, maxBytes: DEFAULT_BUILD_CACHE_BYTES }
+  const every = Duration.decode(options.progressEvery ?? "5 seconds")
   const plan = planCapsuleBuild(directory)
   let failed = plan.problems.length
   for (const problem of plan.problems) yield* Console.error(`error[${problem.code}]: ${problem.message}`)
@@ -47,7 +53,7 @@ export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: stri
     if (!isCached(cache, currentDigest(guest))) yield* Console.log(`building ${label} (${guest.builder.label}, world ${guest.world})…`)
     const built = yield* Effect.tryPromise(() => buildGuestDir(guest, cache)).pipe(
       Effect.either,
-      Effect.raceFirst(stillBuilding(label, guest.builder.label).pipe(Effect.zipRight(Effect.never)))
+      Effect.raceFirst(stillBuilding(label, guest.builder.label, every).pipe(Effect.zipRight(Effect.never)))
     )
     if (built._tag === "Left") {
       failed++
