@@ -6,8 +6,9 @@
  * reuses its component. The directory is bounded: past `maxBytes` the least recently used
  * components go. Nothing here follows a link: an entry that is not a regular file is ignored.
  */
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, utimesSync, writeSync } from "node:fs"
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, utimesSync, writeSync } from "node:fs"
 import { join } from "node:path"
+import { replaceFile } from "./ReplaceFile.js"
 
 export interface BuildCache {
   readonly directory: string
@@ -67,17 +68,20 @@ const tryLock = (lock: string): boolean => {
   return tryLock(lock)
 }
 
-/** Removes the least recently used components until the rest fit in `maxBytes`, `keep` last. */
+/** Removes the least recently used components until the rest fit in `maxBytes`; `keep` is never removed. */
 export const prune = (cache: BuildCache, keep?: string) => {
   const entries = readdirSync(cache.directory)
     .filter((name) => name.endsWith(".wasm"))
     .map((name) => join(cache.directory, name))
     .filter(isFile)
-    .map((path) => ({ path, ...(({ mtimeMs, size }) => ({ mtimeMs, size }))(lstatSync(path)) }))
-    .sort((a, b) => (a.path === keep ? 1 : b.path === keep ? -1 : a.mtimeMs - b.mtimeMs))
+    .map((path) => {
+      const { mtimeMs, size } = lstatSync(path)
+      return { path, mtimeMs, size }
+    })
   let total = entries.reduce((sum, entry) => sum + entry.size, 0)
-  for (const entry of entries) {
-    if (total <= cache.maxBytes || entry.path === keep) break
+  const oldestFirst = entries.filter((entry) => entry.path !== keep).sort((a, b) => a.mtimeMs - b.mtimeMs)
+  for (const entry of oldestFirst) {
+    if (total <= cache.maxBytes) break
     rmSync(entry.path, { force: true })
     total -= entry.size
   }
@@ -109,18 +113,10 @@ export const cachedBuild = async (
     const raced = cachedAt(file)
     if (raced !== undefined) return { bytes: raced, reused: true }
     const bytes = await build()
-    const temp = `${file}.${process.pid}.tmp`
-    try {
-      const fd = openSync(temp, "wx", 0o600)
-      writeSync(fd, bytes)
-      closeSync(fd)
-      renameSync(temp, file)
-    } finally {
-      rmSync(temp, { force: true })
-    }
+    replaceFile(file, bytes, 0o600)
     prune(cache, file)
     return { bytes, reused: false }
   } finally {
-    if (existsSync(lock)) rmSync(lock, { force: true })
+    rmSync(lock, { force: true })
   }
 }

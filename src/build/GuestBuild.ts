@@ -6,12 +6,13 @@
  * guest is not rebuilt. `npm run build` (./ShippedGuests.ts) and `build <dir>` both come here.
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { type BuildCache, cachedBuild } from "./BuildCache.js"
 import { assembleWit, builderVersions } from "./GuestWit.js"
 import { buildQuickJs, type GuestSource } from "./QuickJsBuild.js"
+import { replaceFile } from "./ReplaceFile.js"
 import { buildStarlingMonkey, starlingMonkeyVersion } from "./StarlingMonkeyBuild.js"
 import { composeKit, KIT_FILE, pointAtKit, usesKit } from "./ToolKit.js"
 
@@ -81,15 +82,21 @@ export const chooseWorld = (wit: string, preferred: string): { readonly world: s
 const worldBodyOf = (guest: GuestDir): string =>
   worldsOf(readFileSync(join(guest.dir, "world.wit"), "utf8")).find((world) => world.name === guest.world)?.body ?? ""
 
+/** A source file's name and text. */
+type Source = readonly [name: string, text: string]
+
 /** The tool kit composed for the guest, when one of its modules imports it (./ToolKit.ts). */
-const kitFor = (guest: GuestDir, files: ReadonlyArray<string>): string | undefined =>
-  files.some((name) => name !== "world.wit" && usesKit(readFileSync(join(guest.dir, name), "utf8")))
+const kitFor = (guest: GuestDir, sources: ReadonlyArray<Source>): string | undefined =>
+  sources.some(([name, text]) => name !== "world.wit" && usesKit(text))
     ? composeKit(worldBodyOf(guest), guest.builder === starlingMonkey)
     : undefined
 
-/** Every source the component is made of, in a fixed order: the WIT and the modules. */
-const sourceFiles = (dir: string): ReadonlyArray<string> =>
-  readdirSync(dir).filter((name) => name === "world.wit" || /\.(m?js|ts)$/.test(name) && !name.endsWith(".d.ts")).sort()
+/** Every source the component is made of, in a fixed order: the WIT and the modules, read once. */
+const readSources = (dir: string): ReadonlyArray<Source> =>
+  readdirSync(dir)
+    .filter((name) => name === "world.wit" || /\.(m?js|ts)$/.test(name) && !name.endsWith(".d.ts"))
+    .sort()
+    .map((name) => [name, readFileSync(join(dir, name), "utf8")] as const)
 
 export const stampFileOf = (guest: GuestDir): string => join(guest.dir, `.${guest.output}.stamp`)
 
@@ -97,21 +104,21 @@ export const stampFileOf = (guest: GuestDir): string => join(guest.dir, `.${gues
 export const guestDigest = (guest: GuestDir, wit: string): string => {
   const hash = createHash("sha256")
   for (const part of [BUILD_REVISION, builderVersions(), guest.builder.id(), guest.world, guest.role, wit]) hash.update(part).update("\0")
-  const files = sourceFiles(guest.dir)
-  for (const source of files) hash.update(source).update("\0").update(readFileSync(join(guest.dir, source))).update("\0")
-  hash.update(kitFor(guest, files) ?? "")
+  const sources = readSources(guest.dir)
+  for (const [name, text] of sources) hash.update(name).update("\0").update(text).update("\0")
+  hash.update(kitFor(guest, sources) ?? "")
   return hash.digest("hex")
 }
 
 /** The digest of the guest's sources as they are now. */
 export const currentDigest = (guest: GuestDir): string => guestDigest(guest, assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8")))
 
-/** True when the component on disk was built from exactly the sources there now. */
-export const isUpToDate = (guest: GuestDir): boolean => {
+/** True when the component on disk was built from exactly the sources there now (whose digest is `digest`). */
+export const isUpToDate = (guest: GuestDir, digest: string = currentDigest(guest)): boolean => {
   const file = join(guest.dir, guest.output)
   const stampFile = stampFileOf(guest)
   if (!existsSync(file) || !existsSync(stampFile)) return false
-  return readFileSync(stampFile, "utf8") === currentDigest(guest)
+  return readFileSync(stampFile, "utf8") === digest
 }
 
 /** The built component must be one our loader accepts (murmur:* exact, wasi:*@0.2.x) and runs. */
@@ -135,16 +142,15 @@ const checkWorld = async (bytes: Uint8Array, guest: GuestDir) => {
  * plain JS that does not use the kit is built from its own directory.
  */
 const withBuildableSources = async <A>(guest: GuestDir, build: (dir: string) => Promise<A>): Promise<A> => {
-  const files = sourceFiles(guest.dir)
-  const kit = kitFor(guest, files)
-  const typed = files.some((name) => name.endsWith(".ts"))
+  const sources = readSources(guest.dir)
+  const kit = kitFor(guest, sources)
+  const typed = sources.some(([name]) => name.endsWith(".ts"))
   if (kit === undefined && !typed) return build(guest.dir)
   const ts = typed ? (await import("typescript")).default : undefined
   const scratch = mkdtempSync(join(tmpdir(), "capsule-runtime-src-"))
   try {
     if (kit !== undefined) writeFileSync(join(scratch, KIT_FILE), kit)
-    for (const name of files) {
-      const text = readFileSync(join(guest.dir, name), "utf8")
+    for (const [name, text] of sources) {
       if (name === "world.wit") {
         writeFileSync(join(scratch, name), text)
         continue
@@ -169,7 +175,7 @@ export const buildGuestDir = async (guest: GuestDir, cache?: BuildCache): Promis
   const stampFile = stampFileOf(guest)
   const wit = assembleWit(readFileSync(join(guest.dir, "world.wit"), "utf8"))
   const stamp = guestDigest(guest, wit)
-  if (existsSync(file) && existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) {
+  if (isUpToDate(guest, stamp)) {
     return { file, rebuilt: false, reused: false, ms: Date.now() - started, bytes: readFileSync(file).length }
   }
   const { bytes, reused } = await cachedBuild(cache, stamp, async () => {
@@ -180,17 +186,7 @@ export const buildGuestDir = async (guest: GuestDir, cache?: BuildCache): Promis
     await checkWorld(built, guest)
     return built
   })
-  // Concurrent builds (a test run beside `npm run build`) each write their own temp file; the
-  // renames are atomic, so a reader sees one whole component or the previous one.
-  const unique = `${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
-  try {
-    writeFileSync(`${file}.${unique}`, bytes)
-    renameSync(`${file}.${unique}`, file)
-    writeFileSync(`${stampFile}.${unique}`, stamp)
-    renameSync(`${stampFile}.${unique}`, stampFile)
-  } finally {
-    rmSync(`${file}.${unique}`, { force: true })
-    rmSync(`${stampFile}.${unique}`, { force: true })
-  }
+  replaceFile(file, bytes)
+  replaceFile(stampFile, stamp)
   return { file, rebuilt: true, reused, ms: Date.now() - started, bytes: bytes.length }
 }

@@ -45,12 +45,13 @@ export const buildCapsule = Effect.fn("Build.capsule")(function*(directory: stri
   if (plan.targets.length === 0 && failed === 0) yield* Console.log(`${directory}: nothing to build (no guest directory with a world.wit)`)
   for (const { guest, label } of plan.targets) {
     const shown = relative(process.cwd(), `${guest.dir}/${guest.output}`) || guest.output
-    if (isUpToDate(guest)) {
+    const digest = currentDigest(guest)
+    if (isUpToDate(guest, digest)) {
       yield* Console.log(`up to date ${label} → ${shown}`)
       continue
     }
     // StarlingMonkey takes ~20 s: say so before, not after, and while it lasts.
-    if (!isCached(cache, currentDigest(guest))) yield* Console.log(`building ${label} (${guest.builder.label}, world ${guest.world})…`)
+    if (!isCached(cache, digest)) yield* Console.log(`building ${label} (${guest.builder.label}, world ${guest.world})…`)
     const built = yield* Effect.tryPromise(() => buildGuestDir(guest, cache)).pipe(
       Effect.either,
       Effect.raceFirst(stillBuilding(label, guest.builder.label, every).pipe(Effect.zipRight(Effect.never)))
